@@ -1,0 +1,553 @@
+//! A2A 1.0 protocol types in their protobuf-JSON shape: camelCase fields, enum names as strings,
+//! parts without a `kind` tag. Only what `a2a.proto` 1.0 defines lives here.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A JSON object, as `google.protobuf.Struct` is in protobuf-JSON.
+pub type Struct = Map<String, Value>;
+
+/// The lifecycle state of a task. Serialised as `TASK_STATE_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum TaskState {
+    #[default]
+    #[serde(rename = "TASK_STATE_UNSPECIFIED")]
+    Unspecified,
+    #[serde(rename = "TASK_STATE_SUBMITTED")]
+    Submitted,
+    #[serde(rename = "TASK_STATE_WORKING")]
+    Working,
+    #[serde(rename = "TASK_STATE_COMPLETED")]
+    Completed,
+    #[serde(rename = "TASK_STATE_FAILED")]
+    Failed,
+    #[serde(rename = "TASK_STATE_CANCELED")]
+    Canceled,
+    #[serde(rename = "TASK_STATE_INPUT_REQUIRED")]
+    InputRequired,
+    #[serde(rename = "TASK_STATE_REJECTED")]
+    Rejected,
+    #[serde(rename = "TASK_STATE_AUTH_REQUIRED")]
+    AuthRequired,
+}
+
+impl TaskState {
+    /// Completed, failed, canceled and rejected tasks accept no further messages.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected
+        )
+    }
+
+    /// States in which a blocking `SendMessage` returns: terminal or waiting on the client.
+    pub fn is_settled(self) -> bool {
+        self.is_terminal() || matches!(self, TaskState::InputRequired | TaskState::AuthRequired)
+    }
+
+    /// The wire name, `TASK_STATE_…`.
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            TaskState::Unspecified => "TASK_STATE_UNSPECIFIED",
+            TaskState::Submitted => "TASK_STATE_SUBMITTED",
+            TaskState::Working => "TASK_STATE_WORKING",
+            TaskState::Completed => "TASK_STATE_COMPLETED",
+            TaskState::Failed => "TASK_STATE_FAILED",
+            TaskState::Canceled => "TASK_STATE_CANCELED",
+            TaskState::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+            TaskState::Rejected => "TASK_STATE_REJECTED",
+            TaskState::AuthRequired => "TASK_STATE_AUTH_REQUIRED",
+        }
+    }
+
+    /// The short upper-case name the model reads (`COMPLETED`, `INPUT_REQUIRED`).
+    pub fn short_name(self) -> &'static str {
+        &self.wire_name()["TASK_STATE_".len()..]
+    }
+
+    /// Parses a wire name (`TASK_STATE_WORKING`).
+    pub fn from_wire(name: &str) -> Option<TaskState> {
+        serde_json::from_value(Value::String(name.to_string())).ok()
+    }
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Role {
+    #[default]
+    #[serde(rename = "ROLE_UNSPECIFIED")]
+    Unspecified,
+    #[serde(rename = "ROLE_USER")]
+    User,
+    #[serde(rename = "ROLE_AGENT")]
+    Agent,
+}
+
+/// One piece of content. Exactly one of `text`, `raw`, `url` and `data` is set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Part {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Bytes, base64-encoded as protobuf-JSON writes `bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub filename: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub media_type: String,
+}
+
+impl Part {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Part {
+        Part {
+            text: Some(text.into()),
+            ..Part::default()
+        }
+    }
+
+    /// A structured data part with its media type.
+    pub fn data(data: Value, media_type: &str) -> Part {
+        Part {
+            data: Some(data),
+            media_type: media_type.to_string(),
+            ..Part::default()
+        }
+    }
+
+    /// How many of the content fields are set; a valid part has exactly one.
+    pub fn content_count(&self) -> usize {
+        [
+            self.text.is_some(),
+            self.raw.is_some(),
+            self.url.is_some(),
+            self.data.is_some(),
+        ]
+        .into_iter()
+        .filter(|set| *set)
+        .count()
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub message_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub context_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    pub role: Role,
+    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_task_ids: Vec<String>,
+}
+
+impl Message {
+    /// A message from the agent with one text part.
+    pub fn agent_text(task_id: &str, context_id: &str, text: impl Into<String>) -> Message {
+        Message {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            context_id: context_id.to_string(),
+            task_id: task_id.to_string(),
+            role: Role::Agent,
+            parts: vec![Part::text(text)],
+            ..Message::default()
+        }
+    }
+
+    /// The text parts joined by newlines.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|part| part.text.as_deref())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A task's current state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatus {
+    pub state: TaskState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    /// ISO 8601 in UTC with milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+}
+
+/// An output of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    pub artifact_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+}
+
+/// A unit of work and everything known about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub context_id: String,
+    pub status: TaskStatus,
+    /// `None` where a listing leaves artifacts out, as `ListTasks` must by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Vec<Artifact>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<Message>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+/// A status change, as streamed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatusUpdateEvent {
+    pub task_id: String,
+    pub context_id: String,
+    pub status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+/// An artifact produced or extended, as streamed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskArtifactUpdateEvent {
+    pub task_id: String,
+    pub context_id: String,
+    pub artifact: Artifact,
+    #[serde(default)]
+    pub append: bool,
+    #[serde(default)]
+    pub last_chunk: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+/// One item of a stream: the `oneof payload` of `StreamResponse`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StreamResponse {
+    Task(Task),
+    Message(Message),
+    StatusUpdate(TaskStatusUpdateEvent),
+    ArtifactUpdate(TaskArtifactUpdateEvent),
+}
+
+/// The result of `SendMessage`: a task, or a direct message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SendMessageResponse {
+    Task(Task),
+    Message(Message),
+}
+
+/// Push-notification settings; accepted on the wire, refused as unsupported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfig {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    #[serde(default)]
+    pub url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<Value>,
+}
+
+/// How a `SendMessage` should behave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageConfiguration {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_output_modes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_push_notification_config: Option<TaskPushNotificationConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i32>,
+    #[serde(default)]
+    pub return_immediately: bool,
+}
+
+/// Parameters of `SendMessage` and `SendStreamingMessage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<SendMessageConfiguration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+/// Parameters of `GetTask`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetTaskRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i32>,
+}
+
+/// Parameters of `ListTasks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub context_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<i32>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub page_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i32>,
+    /// ISO 8601; only tasks whose status changed after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_timestamp_after: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_artifacts: Option<bool>,
+}
+
+/// The result of `ListTasks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksResponse {
+    pub tasks: Vec<Task>,
+    /// Empty on the last page, never absent.
+    pub next_page_token: String,
+    pub page_size: i32,
+    pub total_size: i32,
+}
+
+/// Parameters of `CancelTask`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelTaskRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+/// Parameters of `SubscribeToTask`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeToTaskRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub id: String,
+}
+
+/// One way to reach an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInterface {
+    pub url: String,
+    pub protocol_binding: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub protocol_version: String,
+}
+
+/// An extension an agent supports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentExtension {
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Struct>,
+}
+
+/// What an agent can do beyond the core operations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCapabilities {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notifications: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<AgentExtension>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_agent_card: Option<bool>,
+}
+
+/// One thing an agent is good at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSkill {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_modes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_modes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_requirements: Vec<Value>,
+}
+
+/// Who runs an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentProvider {
+    pub url: String,
+    pub organization: String,
+}
+
+/// The self-description an agent serves at `/.well-known/agent-card.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCard {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub supported_interfaces: Vec<AgentInterface>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<AgentProvider>,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documentation_url: Option<String>,
+    #[serde(default)]
+    pub capabilities: AgentCapabilities,
+    #[serde(default, skip_serializing_if = "Struct::is_empty")]
+    pub security_schemes: Struct,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_requirements: Vec<Value>,
+    #[serde(default)]
+    pub default_input_modes: Vec<String>,
+    #[serde(default)]
+    pub default_output_modes: Vec<String>,
+    #[serde(default)]
+    pub skills: Vec<AgentSkill>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon_url: Option<String>,
+}
+
+/// The current time as the protocol writes timestamps: `YYYY-MM-DDTHH:MM:SS.sssZ`.
+pub fn timestamp_now() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    now.format(&format)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00.000Z".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn task_serialises_in_protobuf_json_shape() {
+        let task = Task {
+            id: "t1".into(),
+            context_id: "c1".into(),
+            status: TaskStatus {
+                state: TaskState::InputRequired,
+                message: None,
+                timestamp: None,
+            },
+            artifacts: None,
+            history: Some(vec![Message {
+                message_id: "m1".into(),
+                role: Role::User,
+                parts: vec![Part::text("hi")],
+                ..Message::default()
+            }]),
+            metadata: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&task).unwrap(),
+            json!({"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_INPUT_REQUIRED"},
+                   "history":[{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}]})
+        );
+    }
+
+    #[test]
+    fn stream_response_is_a_oneof_keyed_by_payload_name() {
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                ..TaskStatus::default()
+            },
+            metadata: None,
+        });
+        let value = serde_json::to_value(&event).unwrap();
+        assert_eq!(value["statusUpdate"]["status"]["state"], "TASK_STATE_WORKING");
+    }
+
+    #[test]
+    fn timestamps_are_utc_with_milliseconds() {
+        let stamp = timestamp_now();
+        assert_eq!(stamp.len(), "2025-10-28T10:30:00.000Z".len());
+        assert!(stamp.ends_with('Z'));
+    }
+
+    #[test]
+    fn terminal_and_settled_states() {
+        assert!(TaskState::Canceled.is_terminal());
+        assert!(!TaskState::InputRequired.is_terminal());
+        assert!(TaskState::InputRequired.is_settled());
+        assert_eq!(TaskState::InputRequired.short_name(), "INPUT_REQUIRED");
+        assert_eq!(
+            TaskState::from_wire("TASK_STATE_WORKING"),
+            Some(TaskState::Working)
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! Default values of every setting, and the embedded configuration `harness serve` runs when no
+//! file is given: SQLite under `./.tiny-harness/`, the default card, the model from the environment.
+
+use std::path::PathBuf;
+
+use super::{Config, ModelConfig, Provider};
+
+pub(super) fn bind() -> String {
+    "127.0.0.1:8080".to_string()
+}
+
+pub(super) fn max_request_bytes() -> usize {
+    1024 * 1024
+}
+
+pub(super) fn rate_limit_per_minute() -> u32 {
+    600
+}
+
+pub(super) fn model_timeout() -> u64 {
+    120
+}
+
+pub(super) fn max_output_tokens() -> u32 {
+    4096
+}
+
+pub(super) fn max_retries() -> u32 {
+    3
+}
+
+pub(super) fn store_path() -> PathBuf {
+    PathBuf::from(".tiny-harness/harness.db")
+}
+
+pub(super) fn turn_budget_tokens() -> usize {
+    12_000
+}
+
+pub(super) fn compaction_fraction() -> f64 {
+    0.75
+}
+
+pub(super) fn max_turns() -> u32 {
+    50
+}
+
+/// The model used by the embedded default: OpenAI-compatible when `OPENAI_API_KEY` or
+/// `OPENAI_BASE_URL` is set (which covers Ollama, vLLM and llama.cpp server too), otherwise none.
+/// `OPENAI_MODEL` names the model; it defaults to `gpt-4o-mini`.
+pub fn model_from_env(lookup: impl Fn(&str) -> Option<String>) -> ModelConfig {
+    let key = lookup("OPENAI_API_KEY").filter(|v| !v.is_empty());
+    let base_url = lookup("OPENAI_BASE_URL").filter(|v| !v.is_empty());
+    if key.is_none() && base_url.is_none() {
+        return ModelConfig {
+            timeout: model_timeout(),
+            max_output_tokens: max_output_tokens(),
+            max_retries: max_retries(),
+            ..ModelConfig::default()
+        };
+    }
+    ModelConfig {
+        provider: Some(Provider::Openai),
+        base_url,
+        model: lookup("OPENAI_MODEL").filter(|v| !v.is_empty()),
+        api_key_env: Some("OPENAI_API_KEY".to_string()),
+        timeout: model_timeout(),
+        max_output_tokens: max_output_tokens(),
+        context_window_tokens: None,
+        max_retries: max_retries(),
+        script: None,
+    }
+}
+
+/// The configuration `harness serve` runs with no file: every default, the model from the
+/// environment.
+pub fn embedded_default() -> Config {
+    Config {
+        model: model_from_env(|name| std::env::var(name).ok()),
+        ..Config::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_model_in_the_environment_means_no_provider() {
+        let model = model_from_env(|_| None);
+        assert!(model.provider.is_none());
+    }
+
+    #[test]
+    fn a_base_url_alone_selects_an_openai_compatible_server() {
+        let model = model_from_env(|name| {
+            (name == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:11434/v1".to_string())
+        });
+        assert_eq!(model.provider, Some(Provider::Openai));
+        assert_eq!(model.base_url.as_deref(), Some("http://127.0.0.1:11434/v1"));
+    }
+}

@@ -1,0 +1,263 @@
+//! Configuration: `config.toml` loaded with serde, unknown keys refused, every error naming the
+//! dotted setting it is about (`server.base_url`, `agents[1].url`). Secrets are never read from
+//! the file: only the names of the environment variables that hold them.
+
+mod defaults;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use defaults::embedded_default;
+
+/// Why configuration could not be used. `setting` is the dotted path of the offending key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: TOML syntax error: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("{setting}: {message}")]
+    Invalid { setting: String, message: String },
+}
+
+impl ConfigError {
+    /// An error about one setting.
+    pub fn invalid(setting: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            setting: setting.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The whole configuration, after defaults and validation.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: ServerConfig,
+    #[serde(default)]
+    pub model: ModelConfig,
+    #[serde(default)]
+    pub store: StoreConfig,
+    #[serde(default)]
+    pub context: ContextConfig,
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// People and agents the harness knows, listed in every context's `participants` section.
+    #[serde(default)]
+    pub participants: Vec<ParticipantConfig>,
+    /// Remote A2A agents the model may delegate to.
+    #[serde(default)]
+    pub agents: Vec<AgentConfig>,
+    /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// `[server]`: where and how the A2A server listens.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Socket address to listen on.
+    #[serde(default = "defaults::bind")]
+    pub bind: String,
+    /// The URL other agents reach this one at; derived from `bind` when absent.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Larger request bodies get HTTP 413.
+    #[serde(default = "defaults::max_request_bytes")]
+    pub max_request_bytes: usize,
+    /// Requests per minute one peer address may make before getting HTTP 429; 0 turns it off.
+    #[serde(default = "defaults::rate_limit_per_minute")]
+    pub rate_limit_per_minute: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: defaults::bind(),
+            base_url: None,
+            max_request_bytes: defaults::max_request_bytes(),
+            rate_limit_per_minute: defaults::rate_limit_per_minute(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// `base_url`, or `http://{bind}` when it is not set.
+    pub fn effective_base_url(&self) -> String {
+        match &self.base_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => format!("http://{}", self.bind),
+        }
+    }
+}
+
+/// Which model API to call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    Openai,
+    Anthropic,
+    Scripted,
+}
+
+impl Provider {
+    /// The name as written in `model.provider`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+            Provider::Scripted => "scripted",
+        }
+    }
+}
+
+/// `[model]`: the language model every task runs on.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// `None` only for the embedded default when the environment names no model.
+    #[serde(default)]
+    pub provider: Option<Provider>,
+    /// The API root as OpenAI clients take it (`…/v1`).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The environment variable that holds the API key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Seconds one HTTP call may take.
+    #[serde(default = "defaults::model_timeout")]
+    pub timeout: u64,
+    #[serde(default = "defaults::max_output_tokens")]
+    pub max_output_tokens: u32,
+    /// The model's context window; the turn budget never exceeds it.
+    #[serde(default)]
+    pub context_window_tokens: Option<usize>,
+    /// Retries after a 429, a 5xx or a timeout, with exponential backoff.
+    #[serde(default = "defaults::max_retries")]
+    pub max_retries: u32,
+    /// For `scripted`: the script file, relative to the configuration file.
+    #[serde(default)]
+    pub script: Option<PathBuf>,
+}
+
+/// `[store]`: where tasks and the journal live.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// The SQLite file, relative to the configuration file.
+    #[serde(default = "defaults::store_path")]
+    pub path: PathBuf,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            path: defaults::store_path(),
+        }
+    }
+}
+
+/// `[context]`: the size of each model call's context.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextConfig {
+    #[serde(default = "defaults::turn_budget_tokens")]
+    pub turn_budget_tokens: usize,
+    /// Compaction starts when the estimate passes this fraction of the budget.
+    #[serde(default = "defaults::compaction_fraction")]
+    pub compaction_fraction: f64,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig {
+            turn_budget_tokens: defaults::turn_budget_tokens(),
+            compaction_fraction: defaults::compaction_fraction(),
+        }
+    }
+}
+
+/// `[limits]`: bounds on one task.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    #[serde(default = "defaults::max_turns")]
+    pub max_turns: u32,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_turns: defaults::max_turns(),
+        }
+    }
+}
+
+/// `[[participants]]`: one standing participant.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParticipantConfig {
+    pub id: String,
+    pub kind: crate::tasks::extension::ParticipantKind,
+    pub role: crate::tasks::extension::Role,
+    #[serde(default)]
+    pub display_name: Option<String>,
+}
+
+/// `[[agents]]`: one remote A2A agent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The id the model names in `spawn_subtask`; `self` is reserved.
+    pub id: String,
+    /// The agent's base URL; its card is at `{url}/.well-known/agent-card.json`.
+    pub url: String,
+    #[serde(default)]
+    pub version: Option<String>,
+}
+
+impl Config {
+    /// Reads, parses and validates a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut config = Config::parse(&text, path)?;
+        config.source = Some(path.to_path_buf());
+        Ok(config)
+    }
+
+    /// Parses and validates configuration text; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let deserializer = toml::Deserializer::parse(text).map_err(|err| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            message: err.message().to_string(),
+        })?;
+        let config: Config = serde_path_to_error::deserialize(deserializer)
+            .map_err(|err| validate::from_serde_error(&err))?;
+        validate::validate(&config)?;
+        Ok(config)
+    }
+
+    /// A path from the configuration, resolved against the configuration file's folder.
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        match (&self.source, path.is_absolute()) {
+            (Some(source), false) => source
+                .parent()
+                .map(|dir| dir.join(path))
+                .unwrap_or_else(|| path.to_path_buf()),
+            _ => path.to_path_buf(),
+        }
+    }
+}

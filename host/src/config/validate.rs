@@ -1,0 +1,243 @@
+//! Checks that serde cannot express, each naming the dotted setting and the fix.
+
+use std::collections::HashSet;
+
+use super::{Config, ConfigError, Provider};
+
+/// The agent id that names this harness itself.
+pub const SELF_AGENT_ID: &str = "self";
+
+/// Turns a deserialisation error into one that names the dotted setting.
+pub(super) fn from_serde_error(err: &serde_path_to_error::Error<toml::de::Error>) -> ConfigError {
+    let path = err.path().to_string();
+    let inner = err.inner().message().to_string();
+    if let Some(rest) = inner.strip_prefix("unknown field `") {
+        let field = rest.split('`').next().unwrap_or(rest);
+        let setting = if path == "." || path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{path}.{field}")
+        };
+        return ConfigError::invalid(
+            setting,
+            format!("unknown setting (see docs/configuration.md): {inner}"),
+        );
+    }
+    if let Some(rest) = inner.strip_prefix("missing field `") {
+        let field = rest.split('`').next().unwrap_or(rest);
+        let setting = if path == "." || path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{path}.{field}")
+        };
+        return ConfigError::invalid(setting, "is required but missing");
+    }
+    let setting = if path == "." || path.is_empty() {
+        "(top level)".to_string()
+    } else {
+        path
+    };
+    ConfigError::invalid(setting, inner)
+}
+
+/// Validates what types alone do not.
+pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
+    validate_server(config)?;
+    validate_model(config)?;
+    validate_context(config)?;
+    validate_agents(config)?;
+    validate_participants(config)
+}
+
+fn validate_server(config: &Config) -> Result<(), ConfigError> {
+    let server = &config.server;
+    if server.bind.parse::<std::net::SocketAddr>().is_err() {
+        return Err(ConfigError::invalid(
+            "server.bind",
+            format!(
+                "`{}` is not a socket address; write it as host:port, e.g. 127.0.0.1:8080",
+                server.bind
+            ),
+        ));
+    }
+    if let Some(url) = &server.base_url {
+        check_http_url("server.base_url", url)?;
+    }
+    if server.max_request_bytes == 0 {
+        return Err(ConfigError::invalid(
+            "server.max_request_bytes",
+            "must be greater than 0",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_model(config: &Config) -> Result<(), ConfigError> {
+    let model = &config.model;
+    if let Some(url) = &model.base_url {
+        check_http_url("model.base_url", url)?;
+    }
+    if model.timeout == 0 {
+        return Err(ConfigError::invalid(
+            "model.timeout",
+            "must be at least 1 second",
+        ));
+    }
+    match model.provider {
+        Some(Provider::Scripted) if model.script.is_none() => Err(ConfigError::invalid(
+            "model.script",
+            "is required when model.provider = \"scripted\"; name the script file",
+        )),
+        Some(Provider::Openai | Provider::Anthropic) if model.script.is_some() => {
+            Err(ConfigError::invalid(
+                "model.script",
+                "is only used with model.provider = \"scripted\"",
+            ))
+        }
+        Some(Provider::Anthropic) if model.model.is_none() => Err(ConfigError::invalid(
+            "model.model",
+            "is required for model.provider = \"anthropic\" (e.g. \"claude-sonnet-4-5\")",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn validate_context(config: &Config) -> Result<(), ConfigError> {
+    let context = &config.context;
+    if context.turn_budget_tokens < 256 {
+        return Err(ConfigError::invalid(
+            "context.turn_budget_tokens",
+            "must be at least 256",
+        ));
+    }
+    if !(context.compaction_fraction > 0.0 && context.compaction_fraction <= 1.0) {
+        return Err(ConfigError::invalid(
+            "context.compaction_fraction",
+            "must be a number in (0, 1], e.g. 0.75",
+        ));
+    }
+    if config.limits.max_turns == 0 {
+        return Err(ConfigError::invalid(
+            "limits.max_turns",
+            "must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_agents(config: &Config) -> Result<(), ConfigError> {
+    let mut seen = HashSet::new();
+    for (index, agent) in config.agents.iter().enumerate() {
+        let setting = format!("agents[{index}].id");
+        if agent.id.trim().is_empty() {
+            return Err(ConfigError::invalid(setting, "must not be blank"));
+        }
+        if agent.id == SELF_AGENT_ID {
+            return Err(ConfigError::invalid(
+                setting,
+                "`self` is reserved for this harness; choose another id",
+            ));
+        }
+        if !seen.insert(agent.id.as_str()) {
+            return Err(ConfigError::invalid(
+                setting,
+                format!("duplicate agent id `{}`; ids must be unique", agent.id),
+            ));
+        }
+        check_http_url(&format!("agents[{index}].url"), &agent.url)?;
+    }
+    Ok(())
+}
+
+fn validate_participants(config: &Config) -> Result<(), ConfigError> {
+    let mut seen = HashSet::new();
+    for (index, participant) in config.participants.iter().enumerate() {
+        let setting = format!("participants[{index}].id");
+        if participant.id.trim().is_empty() {
+            return Err(ConfigError::invalid(setting, "must not be blank"));
+        }
+        if !seen.insert(participant.id.as_str()) {
+            return Err(ConfigError::invalid(
+                setting,
+                format!("duplicate participant id `{}`", participant.id),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_http_url(setting: &str, url: &str) -> Result<(), ConfigError> {
+    let ok = (url.starts_with("http://") || url.starts_with("https://"))
+        && url.len() > "https://".len();
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::invalid(
+            setting,
+            format!("`{url}` is not an http:// or https:// URL"),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::Config;
+    use super::*;
+
+    fn error_of(text: &str) -> String {
+        Config::parse(text, Path::new("config.toml"))
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn an_empty_file_is_every_default() {
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.server.bind, "127.0.0.1:8080");
+        assert_eq!(config.server.effective_base_url(), "http://127.0.0.1:8080");
+        assert_eq!(config.server.max_request_bytes, 1024 * 1024);
+        assert_eq!(config.context.turn_budget_tokens, 12_000);
+        assert_eq!(config.limits.max_turns, 50);
+    }
+
+    #[test]
+    fn unknown_key_names_the_dotted_setting() {
+        assert_eq!(
+            error_of("[server]\nbindd = \"x\"\n").split(':').next().unwrap(),
+            "server.bindd"
+        );
+    }
+
+    #[test]
+    fn wrong_type_names_the_dotted_setting() {
+        let message = error_of("[server]\nmax_request_bytes = \"big\"\n");
+        assert!(message.starts_with("server.max_request_bytes:"), "{message}");
+    }
+
+    #[test]
+    fn missing_required_key_names_the_dotted_setting() {
+        let message = error_of("[[agents]]\nid = \"a\"\n");
+        assert!(message.starts_with("agents[0].url:"), "{message}");
+    }
+
+    #[test]
+    fn agent_ids_are_unique_and_self_is_reserved() {
+        let dup = "[[agents]]\nid = \"a\"\nurl = \"http://x\"\n[[agents]]\nid = \"a\"\nurl = \"http://y\"\n";
+        assert!(error_of(dup).starts_with("agents[1].id:"));
+        let reserved = "[[agents]]\nid = \"self\"\nurl = \"http://x\"\n";
+        assert!(error_of(reserved).contains("reserved"));
+    }
+
+    #[test]
+    fn scripted_provider_needs_a_script() {
+        assert!(error_of("[model]\nprovider = \"scripted\"\n").starts_with("model.script:"));
+    }
+
+    #[test]
+    fn unknown_provider_names_the_setting() {
+        let message = error_of("[model]\nprovider = \"gemini\"\n");
+        assert!(message.starts_with("model.provider:"), "{message}");
+    }
+}

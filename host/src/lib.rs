@@ -1,0 +1,18 @@
+//! tiny-harness: an agent harness that serves tasks over A2A 1.0 and runs a language model with
+//! tools on each task.
+//!
+//! A request reaches [`a2a::server`], which checks limits, protocol version, extensions and the
+//! caller's identity, then hands the message to [`tasks`], which owns every task's record, its
+//! access rules and its event stream. The [`engine`] runs each open task's turn loop: it drains
+//! new messages, asks [`context`] to assemble the window (a static prefix computed once at
+//! start-up, per-task sections every turn), compacts when over budget, makes one call to the
+//! [`model`], runs the tool calls, and journals every step in the [`store`] before it goes on, so
+//! a restarted harness resumes each open task without repeating a recorded step.
+
+pub mod a2a;
+pub mod config;
+pub mod context;
+pub mod engine;
+pub mod model;
+pub mod store;
+pub mod tasks;

@@ -1,0 +1,238 @@
+//! The task extension: what A2A lacks (name, goal, criteria, participants, plan, links), carried
+//! in `Task.metadata` under one key and inbound as a `task` envelope data part.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The key under `Task.metadata` that holds the extension.
+pub const METADATA_KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
+/// The extension's URI, as advertised on the card and named in `A2A-Extensions`.
+pub const EXTENSION_URI: &str = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1";
+/// The media type of the inbound envelope data part.
+pub const ENVELOPE_MEDIA_TYPE: &str = "application/vnd.tiny-harness.event+json";
+/// A name derived from free text is cut to this many characters.
+pub const DERIVED_NAME_CHARS: usize = 60;
+
+/// Who may do what on a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Assignee,
+    Reporter,
+    Watcher,
+    Admin,
+}
+
+impl Role {
+    /// The lower-case name used on the wire and in the context.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Assignee => "assignee",
+            Role::Reporter => "reporter",
+            Role::Watcher => "watcher",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+/// Whether a participant is a person or another agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParticipantKind {
+    Human,
+    Agent,
+}
+
+impl ParticipantKind {
+    /// The lower-case name used on the wire and in the context.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParticipantKind::Human => "human",
+            ParticipantKind::Agent => "agent",
+        }
+    }
+}
+
+/// Someone with a role on a task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Participant {
+    pub id: String,
+    pub kind: ParticipantKind,
+    pub role: Role,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
+
+/// One acceptance criterion and whether it is met.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Criterion {
+    pub text: String,
+    #[serde(default)]
+    pub met: bool,
+}
+
+/// The agent a linked task runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentRef {
+    pub kind: String,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// A link to a parent or child task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskLink {
+    pub task_id: String,
+    #[serde(default)]
+    pub agent: Option<AgentRef>,
+    /// The child's last known state, as a wire name; absent for parents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+}
+
+/// Where a plan step stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StepState {
+    #[default]
+    Pending,
+    Active,
+    Done,
+    Failed,
+}
+
+/// One step of a plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanStep {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default)]
+    pub linked_tasks: Vec<String>,
+    #[serde(default)]
+    pub state: StepState,
+}
+
+/// The model's plan for a task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub steps: Vec<PlanStep>,
+}
+
+/// Who works a task: the model, or the assignee participant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Lifecycle {
+    #[default]
+    Agent,
+    Participant,
+}
+
+/// The extension data of one task. Unknown keys are refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskExtension {
+    pub name: String,
+    pub goal: String,
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub acceptance_criteria: Vec<Criterion>,
+    #[serde(default)]
+    pub participants: Vec<Participant>,
+    #[serde(default)]
+    pub parent_tasks: Vec<TaskLink>,
+    #[serde(default)]
+    pub sub_tasks: Vec<TaskLink>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+    #[serde(default)]
+    pub lifecycle: Lifecycle,
+}
+
+impl TaskExtension {
+    /// The extension of a task that came as plain text: the first line (cut) is its name and the
+    /// whole text its goal.
+    pub fn from_text(text: &str) -> TaskExtension {
+        let first_line = text.lines().find(|line| !line.trim().is_empty()).unwrap_or("");
+        let name = first_line.trim();
+        let name = if name.chars().count() > DERIVED_NAME_CHARS {
+            name.chars().take(DERIVED_NAME_CHARS).collect()
+        } else {
+            name.to_string()
+        };
+        TaskExtension {
+            name: if name.is_empty() {
+                "task".to_string()
+            } else {
+                name
+            },
+            goal: text.trim().to_string(),
+            task_type: None,
+            description: None,
+            acceptance_criteria: Vec::new(),
+            participants: Vec::new(),
+            parent_tasks: Vec::new(),
+            sub_tasks: Vec::new(),
+            plan: None,
+            lifecycle: Lifecycle::Agent,
+        }
+    }
+
+    /// The participant with this id, if on the task.
+    pub fn participant(&self, id: &str) -> Option<&Participant> {
+        self.participants.iter().find(|p| p.id == id)
+    }
+
+    /// The extension as the JSON value stored under [`METADATA_KEY`].
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_brief_names_the_task_after_its_first_line_cut_to_sixty_characters() {
+        let long = "x".repeat(80);
+        let ext = TaskExtension::from_text(&format!("\n{long}\nmore detail"));
+        assert_eq!(ext.name.chars().count(), 60);
+        assert_eq!(ext.goal, format!("{long}\nmore detail"));
+    }
+
+    #[test]
+    fn unknown_extension_keys_are_refused() {
+        let err = serde_json::from_value::<TaskExtension>(
+            json!({"name":"n","goal":"g","priority":"high"}),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("priority"), "{err}");
+    }
+
+    #[test]
+    fn envelope_round_trips_with_participants_and_lifecycle() {
+        let value = json!({"name":"n","goal":"g","participants":[
+            {"id":"alice","kind":"human","role":"admin","display_name":"Alice"}],
+            "lifecycle":"participant"});
+        let ext: TaskExtension = serde_json::from_value(value).unwrap();
+        assert_eq!(ext.lifecycle, Lifecycle::Participant);
+        assert_eq!(ext.participant("alice").unwrap().role, Role::Admin);
+    }
+}
