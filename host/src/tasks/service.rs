@@ -1,0 +1,87 @@
+//! The seam between the protocol server and the harness: what a caller can do to tasks.
+
+use async_trait::async_trait;
+use tokio::sync::broadcast;
+
+use crate::a2a::types::{
+    ListTasksRequest, ListTasksResponse, SendMessageRequest, StreamResponse, Task, TaskState,
+};
+
+/// The participant id of a caller that names none.
+pub const ANONYMOUS_PARTICIPANT: &str = "user";
+
+/// Who is calling: the participant id from `X-Participant-Id` (or, for a message,
+/// `Message.metadata.participant_id`, which wins).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub participant_id: String,
+}
+
+impl Caller {
+    /// The caller named by a header value, or the anonymous participant.
+    pub fn from_header(value: Option<&str>) -> Caller {
+        let id = value.map(str::trim).filter(|v| !v.is_empty());
+        Caller {
+            participant_id: id.unwrap_or(ANONYMOUS_PARTICIPANT).to_string(),
+        }
+    }
+}
+
+/// A task's stream: its state when the subscription began, then every change after it.
+pub struct Subscription {
+    pub snapshot: Task,
+    /// Status and artifact updates after `snapshot`. A receiver that lags should resynchronise
+    /// with `get_task`.
+    pub events: broadcast::Receiver<StreamResponse>,
+}
+
+/// Why a request about a task was refused. Each maps to one A2A error.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TaskError {
+    /// Also returned for a task the caller is not a participant of, so existence does not leak.
+    #[error("task not found: {0}")]
+    NotFound(String),
+    #[error("task {id} is {} and cannot be canceled", .state.short_name())]
+    NotCancelable { id: String, state: TaskState },
+    #[error("task {id} is {} and accepts no further messages", .state.short_name())]
+    Terminal { id: String, state: TaskState },
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// What the protocol server needs from the harness. One implementation, [`crate::tasks::Tasks`].
+#[async_trait]
+pub trait TaskService: Send + Sync {
+    /// Creates a task from a message, or adds the message to the task it names. The
+    /// subscription starts before any work begins, so no event is missed.
+    async fn send_message(
+        &self,
+        caller: &Caller,
+        request: SendMessageRequest,
+    ) -> Result<Subscription, TaskError>;
+
+    /// The task, with at most `history_length` recent messages (all when `None`, none at 0).
+    async fn get_task(
+        &self,
+        caller: &Caller,
+        id: &str,
+        history_length: Option<i32>,
+    ) -> Result<Task, TaskError>;
+
+    /// The caller's tasks, most recently updated first, one page at a time.
+    async fn list_tasks(
+        &self,
+        caller: &Caller,
+        request: ListTasksRequest,
+    ) -> Result<ListTasksResponse, TaskError>;
+
+    /// Cancels a task that is not terminal and returns it as it then is.
+    async fn cancel_task(&self, caller: &Caller, id: &str) -> Result<Task, TaskError>;
+
+    /// Follows a task that is not terminal.
+    async fn subscribe(&self, caller: &Caller, id: &str) -> Result<Subscription, TaskError>;
+}
