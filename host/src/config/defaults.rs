@@ -52,23 +52,14 @@ pub fn model_from_env(lookup: impl Fn(&str) -> Option<String>) -> ModelConfig {
     let key = lookup("OPENAI_API_KEY").filter(|v| !v.is_empty());
     let base_url = lookup("OPENAI_BASE_URL").filter(|v| !v.is_empty());
     if key.is_none() && base_url.is_none() {
-        return ModelConfig {
-            timeout: model_timeout(),
-            max_output_tokens: max_output_tokens(),
-            max_retries: max_retries(),
-            ..ModelConfig::default()
-        };
+        return ModelConfig::default();
     }
     ModelConfig {
         provider: Some(Provider::Openai),
         base_url,
         model: lookup("OPENAI_MODEL").filter(|v| !v.is_empty()),
         api_key_env: Some("OPENAI_API_KEY".to_string()),
-        timeout: model_timeout(),
-        max_output_tokens: max_output_tokens(),
-        context_window_tokens: None,
-        max_retries: max_retries(),
-        script: None,
+        ..ModelConfig::default()
     }
 }
 

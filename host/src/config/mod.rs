@@ -120,7 +120,7 @@ impl Provider {
 }
 
 /// `[model]`: the language model every task runs on.
-#[derive(Debug, Clone, Deserialize, Default)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// `None` only for the embedded default when the environment names no model.
@@ -148,6 +148,22 @@ pub struct ModelConfig {
     /// For `scripted`: the script file, relative to the configuration file.
     #[serde(default)]
     pub script: Option<PathBuf>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            provider: None,
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            timeout: defaults::model_timeout(),
+            max_output_tokens: defaults::max_output_tokens(),
+            context_window_tokens: None,
+            max_retries: defaults::max_retries(),
+            script: None,
+        }
+    }
 }
 
 /// `[store]`: where tasks and the journal live.

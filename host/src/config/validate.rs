@@ -7,30 +7,31 @@ use super::{Config, ConfigError, Provider};
 /// The agent id that names this harness itself.
 pub const SELF_AGENT_ID: &str = "self";
 
+/// `path.field`, unless the path already ends with the field.
+fn join(path: &str, field: &str) -> String {
+    if path == "." || path.is_empty() {
+        field.to_string()
+    } else if path == field || path.ends_with(&format!(".{field}")) {
+        path.to_string()
+    } else {
+        format!("{path}.{field}")
+    }
+}
+
 /// Turns a deserialisation error into one that names the dotted setting.
 pub(super) fn from_serde_error(err: &serde_path_to_error::Error<toml::de::Error>) -> ConfigError {
     let path = err.path().to_string();
     let inner = err.inner().message().to_string();
     if let Some(rest) = inner.strip_prefix("unknown field `") {
         let field = rest.split('`').next().unwrap_or(rest);
-        let setting = if path == "." || path.is_empty() {
-            field.to_string()
-        } else {
-            format!("{path}.{field}")
-        };
         return ConfigError::invalid(
-            setting,
+            join(&path, field),
             format!("unknown setting (see docs/configuration.md): {inner}"),
         );
     }
     if let Some(rest) = inner.strip_prefix("missing field `") {
         let field = rest.split('`').next().unwrap_or(rest);
-        let setting = if path == "." || path.is_empty() {
-            field.to_string()
-        } else {
-            format!("{path}.{field}")
-        };
-        return ConfigError::invalid(setting, "is required but missing");
+        return ConfigError::invalid(join(&path, field), "is required but missing");
     }
     let setting = if path == "." || path.is_empty() {
         "(top level)".to_string()
@@ -167,8 +168,9 @@ fn validate_participants(config: &Config) -> Result<(), ConfigError> {
 }
 
 fn check_http_url(setting: &str, url: &str) -> Result<(), ConfigError> {
-    let ok = (url.starts_with("http://") || url.starts_with("https://"))
-        && url.len() > "https://".len();
+    let ok = reqwest::Url::parse(url)
+        .map(|parsed| matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some())
+        .unwrap_or(false);
     if ok {
         Ok(())
     } else {

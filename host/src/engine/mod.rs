@@ -1,1 +1,23 @@
-//! engine
+//! The engine runs tasks: one turn loop per open task (drain → assemble → maybe compact → one
+//! model call → tool calls → record), journaled step by step so that a restart resumes every
+//! open task without repeating a recorded step.
+
+pub mod embedded;
+pub mod intrinsics;
+pub mod journal;
+pub mod tools;
+mod turn;
+
+pub use embedded::{EmbeddedEngine, EngineSettings};
+pub use tools::{Effect, ToolContext, ToolError, ToolHost, ToolOutcome};
+
+/// What the task service needs from an engine. The embedded engine runs loops in this process;
+/// a distributed engine would start workflows instead.
+pub trait Engine: Send + Sync {
+    /// Begins working a task that was just created.
+    fn start(&self, task_id: &str);
+    /// Tells the task that new input arrived (a message, a sub-task's news).
+    fn wake(&self, task_id: &str);
+    /// Stops working a task whose state is already terminal (canceled).
+    fn cancel(&self, task_id: &str);
+}

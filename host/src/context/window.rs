@@ -1,0 +1,258 @@
+//! Assembles the context window of one model call: the static prefix (computed once at
+//! start-up, byte-identical on every turn of every task), the per-task sections in the first
+//! input message, then the history.
+
+use crate::config::ParticipantConfig;
+use crate::model::{ChatMessage, ModelRequest, Purpose, ToolCall, ToolSpec};
+use crate::tasks::record::TaskRecord;
+
+use super::sections::{
+    SkillEntry, render_participants, render_plan, render_skills_index, render_task, section,
+    untrusted,
+};
+
+/// A rough characters-per-token ratio for the budget estimate. Providers report real counts
+/// after the call; before it, this errs on the side of compacting early.
+pub const CHARS_PER_TOKEN: usize = 4;
+
+/// The static, cached prefix: `system_prompt`, `participants`, `skills_index`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticPrefix {
+    text: String,
+}
+
+impl StaticPrefix {
+    /// Renders the prefix once. Nothing here may vary by task or turn.
+    pub fn build(
+        system_prompt: &str,
+        participants: &[ParticipantConfig],
+        skills: &[SkillEntry],
+    ) -> StaticPrefix {
+        let sections = [
+            section("system_prompt", system_prompt),
+            section("participants", &render_participants(participants)),
+            section("skills_index", &render_skills_index(skills)),
+        ];
+        StaticPrefix {
+            text: sections.join("\n\n"),
+        }
+    }
+
+    /// The prefix as the model receives it.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+/// One item of a task's history, as the engine reads it from the journal.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HistoryItem {
+    /// A message from a participant. Messages from agents are untrusted.
+    Inbound {
+        from: String,
+        trusted: bool,
+        text: String,
+    },
+    /// A note from the harness about something that happened elsewhere (a sub-task's answer);
+    /// untrusted, from `source`.
+    Note { source: String, text: String },
+    /// The model's reply, with the tool calls it made.
+    Reply {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// A tool's result; always untrusted.
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+    },
+}
+
+impl HistoryItem {
+    /// How the model receives this item.
+    pub fn to_message(&self) -> ChatMessage {
+        match self {
+            HistoryItem::Inbound {
+                trusted: true,
+                text,
+                ..
+            } => ChatMessage::User {
+                content: text.clone(),
+            },
+            HistoryItem::Inbound {
+                trusted: false,
+                from,
+                text,
+            } => ChatMessage::User {
+                content: untrusted("agent", &format!("message from {from}:\n{text}")),
+            },
+            HistoryItem::Note { source, text } => ChatMessage::User {
+                content: untrusted(source, text),
+            },
+            HistoryItem::Reply { text, tool_calls } => ChatMessage::Assistant {
+                content: text.clone(),
+                tool_calls: tool_calls.clone(),
+            },
+            HistoryItem::ToolResult {
+                call_id,
+                name,
+                content,
+            } => ChatMessage::Tool {
+                call_id: call_id.clone(),
+                name: name.clone(),
+                content: untrusted("tool", content),
+            },
+        }
+    }
+}
+
+/// What varies per task and per turn.
+pub struct TurnInput<'a> {
+    pub record: &'a TaskRecord,
+    /// Bodies of loaded skills, as `(name, body)`.
+    pub skills: &'a [(String, String)],
+    /// The summary of compacted history, if any.
+    pub summary: Option<&'a str>,
+    pub history: &'a [HistoryItem],
+    pub call_index: usize,
+}
+
+/// The per-task sections, in order: each `skill:{name}`, `task`, `plan`, `state_summary`.
+pub fn render_per_task(input: &TurnInput<'_>) -> String {
+    let mut sections: Vec<String> = input
+        .skills
+        .iter()
+        .map(|(name, body)| section(&format!("skill:{name}"), body))
+        .collect();
+    sections.push(section("task", &render_task(input.record)));
+    sections.push(section(
+        "plan",
+        &render_plan(input.record.ext.plan.as_ref()),
+    ));
+    sections.push(section("state_summary", input.summary.unwrap_or("(none)")));
+    sections.join("\n\n")
+}
+
+/// The request for one turn.
+pub fn assemble(
+    prefix: &StaticPrefix,
+    tools: &[ToolSpec],
+    max_output_tokens: Option<u32>,
+    input: &TurnInput<'_>,
+) -> ModelRequest {
+    let mut messages = Vec::with_capacity(input.history.len() + 1);
+    messages.push(ChatMessage::User {
+        content: render_per_task(input),
+    });
+    messages.extend(input.history.iter().map(HistoryItem::to_message));
+    ModelRequest {
+        instructions: prefix.as_str().to_string(),
+        messages,
+        tools: tools.to_vec(),
+        max_output_tokens,
+        call_index: input.call_index,
+        purpose: Purpose::Turn,
+    }
+}
+
+/// The estimated size of a request in tokens.
+pub fn estimate_tokens(request: &ModelRequest) -> usize {
+    let messages: usize = request.messages.iter().map(message_chars).sum();
+    let tools: usize = request
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .sum();
+    (request.instructions.len() + messages + tools) / CHARS_PER_TOKEN
+}
+
+fn message_chars(message: &ChatMessage) -> usize {
+    match message {
+        ChatMessage::User { content } => content.len(),
+        ChatMessage::Assistant {
+            content,
+            tool_calls,
+        } => {
+            content.len()
+                + tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.arguments.len())
+                    .sum::<usize>()
+        }
+        ChatMessage::Tool { content, .. } => content.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::types::{TaskState, TaskStatus};
+    use crate::tasks::extension::TaskExtension;
+
+    fn record(goal: &str) -> TaskRecord {
+        TaskRecord {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                ..TaskStatus::default()
+            },
+            artifacts: vec![],
+            metadata: Default::default(),
+            ext: TaskExtension::from_text(goal),
+            owner: "user".into(),
+        }
+    }
+
+    #[test]
+    fn static_prefix_golden() {
+        let prefix = StaticPrefix::build("PROMPT", &[], &[]);
+        assert_eq!(
+            prefix.as_str(),
+            "<system_prompt>\nPROMPT\n</system_prompt>\n\n<participants>\n(no participants)\n</participants>\n\n<skills_index>\n(no skills)\n</skills_index>"
+        );
+    }
+
+    #[test]
+    fn first_message_holds_the_per_task_sections_and_tool_results_are_untrusted() {
+        let prefix = StaticPrefix::build("P", &[], &[]);
+        let record = record("Add 2 and 2");
+        let history = vec![
+            HistoryItem::Inbound {
+                from: "user".into(),
+                trusted: true,
+                text: "Add 2 and 2".into(),
+            },
+            HistoryItem::ToolResult {
+                call_id: "c1".into(),
+                name: "calc".into(),
+                content: "4".into(),
+            },
+        ];
+        let request = assemble(
+            &prefix,
+            &[],
+            None,
+            &TurnInput {
+                record: &record,
+                skills: &[],
+                summary: None,
+                history: &history,
+                call_index: 0,
+            },
+        );
+        let ChatMessage::User { content } = &request.messages[0] else {
+            panic!("first message is not the user's");
+        };
+        assert_eq!(
+            content,
+            "<task>\nname: Add 2 and 2\nstate: WORKING\ngoal: Add 2 and 2\n</task>\n\n<plan>\n(no plan yet; create one with create_plan)\n</plan>\n\n<state_summary>\n(none)\n</state_summary>"
+        );
+        let ChatMessage::Tool { content, .. } = &request.messages[2] else {
+            panic!("third message is not the tool result");
+        };
+        assert!(content.starts_with("<untrusted source=\"tool\">\n"));
+        assert!(estimate_tokens(&request) > 0);
+    }
+}

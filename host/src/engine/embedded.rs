@@ -1,0 +1,133 @@
+//! The embedded engine: one tokio task per open task in this process, its state in SQLite.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::Engine;
+use super::tools::ToolHost;
+use super::turn::{Shared, run_task};
+use crate::context::StaticPrefix;
+use crate::model::Model;
+use crate::store::StoreError;
+use crate::tasks::hub::TaskHub;
+
+pub use super::turn::EngineSettings;
+
+struct Running {
+    wake: Arc<Notify>,
+    stop: CancellationToken,
+}
+
+type RunningMap = Arc<Mutex<HashMap<String, Running>>>;
+
+/// Runs every open task's loop in this process.
+pub struct EmbeddedEngine {
+    shared: Arc<Shared>,
+    running: RunningMap,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl EmbeddedEngine {
+    /// An engine over the hub, with the model, the tools and the static prefix it will use for
+    /// every task. Tool definitions are read and sorted once, here.
+    pub fn new(
+        hub: Arc<TaskHub>,
+        model: Arc<dyn Model>,
+        tools: Arc<dyn ToolHost>,
+        prefix: StaticPrefix,
+        settings: EngineSettings,
+    ) -> Arc<EmbeddedEngine> {
+        let mut tool_specs = tools.definitions();
+        tool_specs.sort_by(|a, b| a.name.cmp(&b.name));
+        Arc::new(EmbeddedEngine {
+            shared: Arc::new(Shared {
+                hub,
+                model,
+                tools,
+                prefix,
+                tool_specs,
+                settings,
+            }),
+            running: Arc::new(Mutex::new(HashMap::new())),
+            shutdown: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        })
+    }
+
+    /// Starts a loop for every task the store holds open; returns how many.
+    pub fn resume_open(&self) -> Result<usize, StoreError> {
+        let ids = self.shared.hub.store().open_task_ids()?;
+        for id in &ids {
+            self.spawn(id);
+        }
+        Ok(ids.len())
+    }
+
+    /// Stops every loop and waits for them. Tasks stay as they are and resume at the next start.
+    pub async fn shutdown(&self) {
+        self.shutdown.cancel();
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+
+    /// How many task loops are running.
+    pub fn running_count(&self) -> usize {
+        lock(&self.running).len()
+    }
+
+    fn spawn(&self, id: &str) {
+        let mut running = lock(&self.running);
+        if running.contains_key(id) || self.shutdown.is_cancelled() {
+            return;
+        }
+        let wake = Arc::new(Notify::new());
+        let stop = self.shutdown.child_token();
+        running.insert(
+            id.to_string(),
+            Running {
+                wake: wake.clone(),
+                stop: stop.clone(),
+            },
+        );
+        let shared = self.shared.clone();
+        let map = self.running.clone();
+        let id = id.to_string();
+        self.tracker.spawn(async move {
+            run_task(shared, id.clone(), wake, stop).await;
+            lock(&map).remove(&id);
+        });
+    }
+}
+
+fn lock(map: &RunningMap) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+    map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Engine for EmbeddedEngine {
+    fn start(&self, task_id: &str) {
+        self.spawn(task_id);
+    }
+
+    fn wake(&self, task_id: &str) {
+        let running = lock(&self.running);
+        match running.get(task_id) {
+            // A permit is stored if the loop is busy, so the wake-up is never lost.
+            Some(task) => task.wake.notify_one(),
+            None => {
+                drop(running);
+                self.spawn(task_id);
+            }
+        }
+    }
+
+    fn cancel(&self, task_id: &str) {
+        if let Some(task) = lock(&self.running).remove(task_id) {
+            task.stop.cancel();
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! The journal: every step of a task's loop, recorded before the loop goes on. [`Replay`] folds
+//! the entries into what the next step needs, the same way after a restart as during a run.
+
+use serde::{Deserialize, Serialize};
+
+use super::tools::Effect;
+use crate::context::HistoryItem;
+use crate::model::{ModelReply, ToolCall, Usage};
+
+/// One recorded step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum JournalEntry {
+    /// A message from a participant, drained from the task's history.
+    Inbound {
+        message_seq: i64,
+        from: String,
+        trusted: bool,
+        text: String,
+    },
+    /// News from elsewhere for the model (a sub-task's answer), untrusted.
+    Note { source: String, text: String },
+    /// A turn's model call and its reply.
+    ModelCall { reply: ModelReply },
+    /// A tool call's result and the effects applied with it.
+    ToolResult {
+        call_id: String,
+        name: String,
+        content: String,
+        is_error: bool,
+        #[serde(default)]
+        effects: Vec<Effect>,
+    },
+    /// The oldest history replaced by a summary: `folded_through` items from the start of the
+    /// task are now represented by `summary`.
+    Compaction {
+        summary: String,
+        folded_through: usize,
+        removed_items: usize,
+        removed_chars: usize,
+        usage: Usage,
+    },
+}
+
+/// What the journal says so far.
+#[derive(Debug, Clone, Default)]
+pub struct Replay {
+    /// Every history item since the task began; the first `folded_through` are summarised.
+    items: Vec<HistoryItem>,
+    pub summary: Option<String>,
+    pub folded_through: usize,
+    /// Turn calls recorded, which is also the scripted model's position.
+    pub turn_calls: usize,
+    pub last_inbound_seq: i64,
+    /// Tool calls of the last reply that have no recorded result yet.
+    pending: Vec<ToolCall>,
+    /// The last reply, when it made no tool call: the task's answer.
+    pub final_reply: Option<String>,
+}
+
+impl Replay {
+    /// Folds a journal, oldest entry first.
+    pub fn from_entries<'a>(entries: impl IntoIterator<Item = &'a JournalEntry>) -> Replay {
+        let mut replay = Replay::default();
+        for entry in entries {
+            replay.apply(entry);
+        }
+        replay
+    }
+
+    /// Adds one entry, as it is recorded.
+    pub fn apply(&mut self, entry: &JournalEntry) {
+        match entry {
+            JournalEntry::Inbound {
+                message_seq,
+                from,
+                trusted,
+                text,
+            } => {
+                self.last_inbound_seq = self.last_inbound_seq.max(*message_seq);
+                self.final_reply = None;
+                self.items.push(HistoryItem::Inbound {
+                    from: from.clone(),
+                    trusted: *trusted,
+                    text: text.clone(),
+                });
+            }
+            JournalEntry::Note { source, text } => {
+                self.final_reply = None;
+                self.items.push(HistoryItem::Note {
+                    source: source.clone(),
+                    text: text.clone(),
+                });
+            }
+            JournalEntry::ModelCall { reply } => {
+                self.turn_calls += 1;
+                self.pending = reply.tool_calls.clone();
+                self.final_reply = reply.tool_calls.is_empty().then(|| reply.text.clone());
+                self.items.push(HistoryItem::Reply {
+                    text: reply.text.clone(),
+                    tool_calls: reply.tool_calls.clone(),
+                });
+            }
+            JournalEntry::ToolResult {
+                call_id,
+                name,
+                content,
+                ..
+            } => {
+                self.pending.retain(|call| &call.id != call_id);
+                self.items.push(HistoryItem::ToolResult {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    content: content.clone(),
+                });
+            }
+            JournalEntry::Compaction {
+                summary,
+                folded_through,
+                ..
+            } => {
+                self.summary = Some(summary.clone());
+                self.folded_through = (*folded_through).min(self.items.len());
+            }
+        }
+    }
+
+    /// The history the model sees: what has not been folded into the summary.
+    pub fn live_history(&self) -> &[HistoryItem] {
+        &self.items[self.folded_through..]
+    }
+
+    /// The next tool call that has no result yet.
+    pub fn next_pending_call(&self) -> Option<&ToolCall> {
+        self.pending.first()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        }
+    }
+
+    #[test]
+    fn replay_tracks_pending_calls_turns_and_the_final_reply() {
+        let entries = vec![
+            JournalEntry::Inbound {
+                message_seq: 1,
+                from: "user".into(),
+                trusted: true,
+                text: "hi".into(),
+            },
+            JournalEntry::ModelCall {
+                reply: ModelReply {
+                    text: String::new(),
+                    tool_calls: vec![call("a"), call("b")],
+                    usage: Usage::default(),
+                },
+            },
+            JournalEntry::ToolResult {
+                call_id: "a".into(),
+                name: "t".into(),
+                content: "ok".into(),
+                is_error: false,
+                effects: vec![],
+            },
+        ];
+        let mut replay = Replay::from_entries(&entries);
+        assert_eq!(replay.turn_calls, 1);
+        assert_eq!(replay.next_pending_call().map(|c| c.id.as_str()), Some("b"));
+        assert!(replay.final_reply.is_none());
+        replay.apply(&JournalEntry::ModelCall {
+            reply: ModelReply {
+                text: "done".into(),
+                ..ModelReply::default()
+            },
+        });
+        assert_eq!(replay.final_reply.as_deref(), Some("done"));
+        assert_eq!(replay.last_inbound_seq, 1);
+    }
+
+    #[test]
+    fn compaction_hides_the_folded_items() {
+        let mut replay = Replay::default();
+        for seq in 1..=4 {
+            replay.apply(&JournalEntry::Inbound {
+                message_seq: seq,
+                from: "u".into(),
+                trusted: true,
+                text: seq.to_string(),
+            });
+        }
+        replay.apply(&JournalEntry::Compaction {
+            summary: "s".into(),
+            folded_through: 2,
+            removed_items: 2,
+            removed_chars: 2,
+            usage: Usage::default(),
+        });
+        assert_eq!(replay.live_history().len(), 2);
+        assert_eq!(replay.summary.as_deref(), Some("s"));
+    }
+}

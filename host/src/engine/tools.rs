@@ -1,0 +1,84 @@
+//! The tool seam: what the engine asks of whatever provides tools, and the effects a tool may
+//! have on its task. Effects are data, applied by the engine in the same transaction that records
+//! the tool's result, so a crash never leaves a result without its effect or the reverse.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{ToolCall, ToolSpec};
+use crate::tasks::extension::Plan;
+use crate::tasks::record::TaskRecord;
+
+/// A tool error as the model reads it: `[code] message`. Codes are stable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("[{code}] {message}")]
+pub struct ToolError {
+    pub code: String,
+    pub message: String,
+}
+
+impl ToolError {
+    /// An error with a stable code.
+    pub fn new(code: &str, message: impl Into<String>) -> ToolError {
+        ToolError {
+            code: code.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A change a tool makes to its task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum Effect {
+    /// Replace the task's plan.
+    AttachPlan { plan: Plan },
+    /// Mark a step done with its output.
+    CompleteStep { step: String, output: String },
+    /// Ask a participant and wait: the task goes `INPUT_REQUIRED` with the question.
+    AskParticipant {
+        participant_id: String,
+        question: String,
+        #[serde(default)]
+        options: Vec<String>,
+    },
+}
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutcome {
+    pub result: Result<String, ToolError>,
+    pub effects: Vec<Effect>,
+}
+
+impl ToolOutcome {
+    /// A failed call with no effect.
+    pub fn error(code: &str, message: impl Into<String>) -> ToolOutcome {
+        ToolOutcome {
+            result: Err(ToolError::new(code, message)),
+            effects: Vec::new(),
+        }
+    }
+
+    /// The text the model reads: the result, or `[code] message`.
+    pub fn text(&self) -> String {
+        match &self.result {
+            Ok(text) => text.clone(),
+            Err(err) => err.to_string(),
+        }
+    }
+}
+
+/// What a tool may know of its task while it runs.
+pub struct ToolContext<'a> {
+    pub record: &'a TaskRecord,
+}
+
+/// Provides the tools the model may call.
+#[async_trait]
+pub trait ToolHost: Send + Sync {
+    /// Every tool's definition, sorted by name.
+    fn definitions(&self) -> Vec<ToolSpec>;
+    /// Runs one call. An unknown tool is `[tool.not_found]`; bad arguments `[tool.invalid_arguments]`.
+    async fn invoke(&self, context: &ToolContext<'_>, call: &ToolCall) -> ToolOutcome;
+}

@@ -1,0 +1,392 @@
+//! One task's loop: each step reads what the journal says, does the one next thing (drain new
+//! messages, run a pending tool call, compact, call the model, finish), and records it in one
+//! transaction with the task's new state before the next step begins.
+
+use std::sync::Arc;
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::journal::{JournalEntry, Replay};
+use super::tools::{Effect, ToolContext, ToolHost};
+use crate::a2a::types::{Artifact, Message, Part, TaskState, TaskStatus, timestamp_now};
+use crate::context::compaction::{budget, is_over, split_point, summary_request};
+use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
+use crate::model::{Model, ModelError, ToolSpec};
+use crate::store::{StoreError, Tx};
+use crate::tasks::extension::{ParticipantKind, StepState};
+use crate::tasks::hub::{Change, TaskHub};
+use crate::tasks::record::TaskRecord;
+
+/// Settings of the turn loop, from `[context]`, `[limits]` and `[model]`.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    pub max_turns: u32,
+    pub turn_budget_tokens: usize,
+    pub compaction_fraction: f64,
+    pub max_output_tokens: Option<u32>,
+}
+
+/// What every loop shares: computed once at start-up.
+pub(crate) struct Shared {
+    pub hub: Arc<TaskHub>,
+    pub model: Arc<dyn Model>,
+    pub tools: Arc<dyn ToolHost>,
+    pub prefix: StaticPrefix,
+    /// The tool definitions, sorted by name, as sent on every turn.
+    pub tool_specs: Vec<ToolSpec>,
+    pub settings: EngineSettings,
+}
+
+enum Step {
+    Continue,
+    Park,
+    Stop,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum StepError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    Model(#[from] ModelError),
+}
+
+/// Runs a task until it is terminal, parked tasks waiting on `wake`. Stops early, leaving the
+/// task as it is, when `stop` is cancelled (a cancel request or shutdown).
+pub(crate) async fn run_task(
+    shared: Arc<Shared>,
+    id: String,
+    wake: Arc<Notify>,
+    stop: CancellationToken,
+) {
+    let mut replay = match shared.hub.store().journal::<JournalEntry>(&id) {
+        Ok(entries) => Replay::from_entries(entries.iter().map(|(_, e)| e)),
+        Err(err) => {
+            tracing::error!(task = %id, "cannot read the journal: {err}");
+            return;
+        }
+    };
+    loop {
+        let step = tokio::select! {
+            biased;
+            _ = stop.cancelled() => return,
+            step = next_step(&shared, &id, &mut replay) => step,
+        };
+        match step {
+            Ok(Step::Continue) => {}
+            Ok(Step::Park) => {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = wake.notified() => {}
+                }
+            }
+            Ok(Step::Stop) => return,
+            Err(StepError::Model(err)) => {
+                tracing::warn!(task = %id, "model call failed: {err}");
+                let reason = match err {
+                    ModelError::NotConfigured(_) => err.to_string(),
+                    other => format!("model call failed: {other}"),
+                };
+                if let Err(err) = fail(&shared.hub, &id, &reason) {
+                    tracing::error!(task = %id, "cannot record the failure: {err}");
+                }
+                return;
+            }
+            Err(StepError::Store(err)) => {
+                // The task stays open and resumes from its journal at the next start.
+                tracing::error!(task = %id, "store error; the task stops until restart: {err}");
+                return;
+            }
+        }
+    }
+}
+
+async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Step, StepError> {
+    let hub = &shared.hub;
+    let Some(record) = hub.store().task(id)? else {
+        return Ok(Step::Stop);
+    };
+    if record.state().is_terminal() {
+        return Ok(Step::Stop);
+    }
+    if drain(hub, &record, replay)? {
+        return Ok(Step::Continue);
+    }
+    match record.state() {
+        TaskState::Submitted => {
+            return Ok(advance(hub.change(id, |rec, _| {
+                set_status(rec, TaskState::Working, None);
+                Ok(())
+            })?));
+        }
+        TaskState::InputRequired | TaskState::AuthRequired => return Ok(Step::Park),
+        _ => {}
+    }
+    if let Some(call) = replay.next_pending_call().cloned() {
+        let outcome = shared
+            .tools
+            .invoke(&ToolContext { record: &record }, &call)
+            .await;
+        let entry = JournalEntry::ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: outcome.text(),
+            is_error: outcome.result.is_err(),
+            effects: outcome.effects.clone(),
+        };
+        let change = hub.change(id, |rec, tx| {
+            apply_effects(rec, &outcome.effects, tx)?;
+            tx.append_journal(id, &entry)
+        })?;
+        if matches!(change, Change::Applied(..)) {
+            replay.apply(&entry);
+        }
+        return Ok(advance(change));
+    }
+    if let Some(answer) = replay.final_reply.clone() {
+        if has_open_subtasks(&record) {
+            return Ok(Step::Park);
+        }
+        hub.change(id, |rec, tx| complete(rec, tx, &answer))?;
+        return Ok(Step::Stop);
+    }
+    if replay.turn_calls >= shared.settings.max_turns as usize {
+        let reason = format!(
+            "the task reached limits.max_turns ({}) without finishing",
+            shared.settings.max_turns
+        );
+        fail(hub, id, &reason)?;
+        return Ok(Step::Stop);
+    }
+    let input = TurnInput {
+        record: &record,
+        skills: &[],
+        summary: replay.summary.as_deref(),
+        history: replay.live_history(),
+        call_index: replay.turn_calls,
+    };
+    let settings = &shared.settings;
+    let request = assemble(
+        &shared.prefix,
+        &shared.tool_specs,
+        settings.max_output_tokens,
+        &input,
+    );
+    let limit = budget(settings.turn_budget_tokens, shared.model.context_window());
+    if is_over(estimate_tokens(&request), limit, settings.compaction_fraction)
+        && let Some(cut) = split_point(replay.live_history())
+    {
+        compact(shared, id, replay, cut).await?;
+        return Ok(Step::Continue);
+    }
+    let reply = shared.model.complete(&request).await?;
+    let entry = JournalEntry::ModelCall {
+        reply: reply.clone(),
+    };
+    let change = hub.change(id, |rec, tx| {
+        tx.append_journal(id, &entry)?;
+        if reply.tool_calls.is_empty() && !has_open_subtasks(rec) {
+            complete(rec, tx, &reply.text)?;
+        }
+        Ok(())
+    })?;
+    if matches!(change, Change::Applied(..)) {
+        replay.apply(&entry);
+    }
+    Ok(advance(change))
+}
+
+/// Records every new participant message; true when there were any.
+fn drain(hub: &TaskHub, record: &TaskRecord, replay: &mut Replay) -> Result<bool, StepError> {
+    let inbound: Vec<JournalEntry> = hub
+        .store()
+        .messages_after(&record.id, replay.last_inbound_seq)?
+        .into_iter()
+        .filter(|(_, message)| message.role == crate::a2a::types::Role::User)
+        .map(|(seq, message)| {
+            let from = sender_of(&message, record);
+            let trusted = record
+                .ext
+                .participant(&from)
+                .is_none_or(|p| p.kind != ParticipantKind::Agent);
+            JournalEntry::Inbound {
+                message_seq: seq,
+                from,
+                trusted,
+                text: message_text(&message),
+            }
+        })
+        .collect();
+    if inbound.is_empty() {
+        return Ok(false);
+    }
+    let change = hub.change(&record.id, |rec, tx| {
+        for entry in &inbound {
+            tx.append_journal(&rec.id.clone(), entry)?;
+        }
+        if matches!(
+            rec.state(),
+            TaskState::Submitted | TaskState::InputRequired | TaskState::AuthRequired
+        ) {
+            set_status(rec, TaskState::Working, None);
+        }
+        Ok(())
+    })?;
+    if matches!(change, Change::Applied(..)) {
+        for entry in &inbound {
+            replay.apply(entry);
+        }
+    }
+    Ok(true)
+}
+
+async fn compact(
+    shared: &Shared,
+    id: &str,
+    replay: &mut Replay,
+    cut: usize,
+) -> Result<(), StepError> {
+    let folded = &replay.live_history()[..cut];
+    let request = summary_request(
+        replay.summary.as_deref(),
+        folded,
+        shared.settings.max_output_tokens,
+    );
+    let removed_chars = request
+        .messages
+        .iter()
+        .map(|m| match m {
+            crate::model::ChatMessage::User { content } => content.len(),
+            _ => 0,
+        })
+        .sum();
+    let reply = shared.model.complete(&request).await?;
+    let entry = JournalEntry::Compaction {
+        summary: reply.text,
+        folded_through: replay.folded_through + cut,
+        removed_items: cut,
+        removed_chars,
+        usage: reply.usage,
+    };
+    tracing::info!(task = %id, removed_items = cut, "compacted the history");
+    if let Change::Applied(..) = shared
+        .hub
+        .change(id, |_, tx| tx.append_journal(id, &entry))?
+    {
+        replay.apply(&entry);
+    }
+    Ok(())
+}
+
+fn advance<T>(change: Change<T>) -> Step {
+    match change {
+        Change::Applied(..) => Step::Continue,
+        Change::Terminal(_) | Change::Missing => Step::Stop,
+    }
+}
+
+/// The participant a message is from: its metadata, or the task's owner.
+pub(crate) fn sender_of(message: &Message, record: &TaskRecord) -> String {
+    message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("participant_id"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| record.owner.clone())
+}
+
+/// A message as the model reads it: its text parts, and any data parts as JSON.
+fn message_text(message: &Message) -> String {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| {
+            part.text
+                .clone()
+                .or_else(|| part.data.as_ref().map(|d| d.to_string()))
+                .or_else(|| part.url.as_ref().map(|u| format!("[file: {u}]")))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn has_open_subtasks(record: &TaskRecord) -> bool {
+    record.ext.sub_tasks.iter().any(|link| {
+        link.state
+            .as_deref()
+            .and_then(TaskState::from_wire)
+            .is_none_or(|state| !state.is_terminal())
+    })
+}
+
+fn set_status(record: &mut TaskRecord, state: TaskState, message: Option<Message>) {
+    record.status = TaskStatus {
+        state,
+        message,
+        timestamp: Some(timestamp_now()),
+    };
+}
+
+fn apply_effects(
+    record: &mut TaskRecord,
+    effects: &[Effect],
+    tx: &mut Tx<'_>,
+) -> Result<(), StoreError> {
+    for effect in effects {
+        match effect {
+            Effect::AttachPlan { plan } => record.ext.plan = Some(plan.clone()),
+            Effect::CompleteStep { step, output } => {
+                if let Some(plan) = record.ext.plan.as_mut()
+                    && let Some(found) = plan.steps.iter_mut().find(|s| &s.id == step)
+                {
+                    found.state = StepState::Done;
+                    found.output = Some(output.clone());
+                }
+            }
+            Effect::AskParticipant {
+                participant_id,
+                question,
+                options,
+            } => {
+                let mut text = question.clone();
+                if !options.is_empty() {
+                    text.push_str(&format!("\noptions: {}", options.join(", ")));
+                }
+                let mut message = Message::agent_text(&record.id, &record.context_id, text);
+                let mut metadata = serde_json::Map::new();
+                metadata.insert("participant_id".into(), participant_id.clone().into());
+                message.metadata = Some(metadata);
+                tx.append_message(&record.id, &message)?;
+                set_status(record, TaskState::InputRequired, Some(message));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Completes the task with the model's answer: status message, history and an `answer` artifact.
+fn complete(record: &mut TaskRecord, tx: &mut Tx<'_>, answer: &str) -> Result<(), StoreError> {
+    let message = Message::agent_text(&record.id, &record.context_id, answer);
+    tx.append_message(&record.id, &message)?;
+    record.artifacts.push(Artifact {
+        artifact_id: uuid::Uuid::new_v4().to_string(),
+        name: "answer".to_string(),
+        parts: vec![Part::text(answer)],
+        ..Artifact::default()
+    });
+    set_status(record, TaskState::Completed, Some(message));
+    Ok(())
+}
+
+/// Fails the task with a reason the requester can act on.
+pub(crate) fn fail(hub: &TaskHub, id: &str, reason: &str) -> Result<(), StoreError> {
+    hub.change(id, |rec, tx| {
+        let message = Message::agent_text(&rec.id, &rec.context_id, reason);
+        tx.append_message(&rec.id, &message)?;
+        set_status(rec, TaskState::Failed, Some(message));
+        Ok(())
+    })?;
+    Ok(())
+}

@@ -1,0 +1,136 @@
+//! Store tests on a real SQLite file.
+
+use super::*;
+use crate::a2a::types::{Role, TaskStatus};
+use crate::tasks::extension::TaskExtension;
+
+fn record(id: &str, owner: &str, state: TaskState) -> TaskRecord {
+    TaskRecord {
+        id: id.to_string(),
+        context_id: "ctx".to_string(),
+        status: TaskStatus {
+            state,
+            message: None,
+            timestamp: Some(crate::a2a::types::timestamp_now()),
+        },
+        artifacts: Vec::new(),
+        metadata: Default::default(),
+        ext: TaskExtension::from_text(id),
+        owner: owner.to_string(),
+    }
+}
+
+fn message(text: &str) -> Message {
+    Message {
+        message_id: text.to_string(),
+        role: Role::User,
+        parts: vec![crate::a2a::types::Part::text(text)],
+        ..Message::default()
+    }
+}
+
+#[test]
+fn a_write_lands_whole_and_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/harness.db");
+    {
+        let store = Store::open(&path).unwrap();
+        store
+            .write(|tx| {
+                tx.insert_task(&record("t1", "alice", TaskState::Working))?;
+                tx.append_message("t1", &message("hello"))?;
+                tx.append_journal("t1", &serde_json::json!({"step": 1}))?;
+                Ok(())
+            })
+            .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.task("t1").unwrap().unwrap().owner, "alice");
+    assert_eq!(store.history("t1", None).unwrap().len(), 1);
+    let journal: Vec<(i64, serde_json::Value)> = store.journal("t1").unwrap();
+    assert_eq!(journal, vec![(1, serde_json::json!({"step": 1}))]);
+}
+
+#[test]
+fn a_failed_write_leaves_nothing_behind() {
+    let store = Store::open_in_memory().unwrap();
+    let result: Result<(), StoreError> = store.write(|tx| {
+        tx.insert_task(&record("t1", "alice", TaskState::Working))?;
+        Err(StoreError::Corrupt(
+            serde_json::from_str::<u8>("x").unwrap_err(),
+        ))
+    });
+    assert!(result.is_err());
+    assert!(store.task("t1").unwrap().is_none());
+}
+
+#[test]
+fn history_keeps_the_most_recent_messages_in_order() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            tx.insert_task(&record("t1", "alice", TaskState::Working))?;
+            for text in ["a", "b", "c"] {
+                tx.append_message("t1", &message(text))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let last_two: Vec<String> = store
+        .history("t1", Some(2))
+        .unwrap()
+        .iter()
+        .map(Message::text)
+        .collect();
+    assert_eq!(last_two, ["b", "c"]);
+    assert_eq!(store.messages_after("t1", 2).unwrap().len(), 1);
+}
+
+#[test]
+fn listing_shows_only_the_callers_tasks_newest_first_in_pages() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            for id in ["t1", "t2", "t3"] {
+                tx.insert_task(&record(id, "alice", TaskState::Working))?;
+            }
+            tx.insert_task(&record("other", "bob", TaskState::Working))
+        })
+        .unwrap();
+    let mut filter = TaskFilter {
+        participant_id: "alice".into(),
+        limit: 2,
+        ..TaskFilter::default()
+    };
+    let first = store.list_tasks(&filter).unwrap();
+    assert_eq!(first.total, 3);
+    let ids: Vec<_> = first.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["t3", "t2"]);
+    filter.cursor = first.next_cursor;
+    let second = store.list_tasks(&filter).unwrap();
+    let ids: Vec<_> = second.tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["t1"]);
+    assert!(second.next_cursor.is_none());
+}
+
+#[test]
+fn listing_filters_by_state_and_open_tasks_exclude_terminal_ones() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            tx.insert_task(&record("done", "alice", TaskState::Completed))?;
+            tx.insert_task(&record("open", "alice", TaskState::Working))
+        })
+        .unwrap();
+    let page = store
+        .list_tasks(&TaskFilter {
+            participant_id: "alice".into(),
+            state: Some(TaskState::Completed),
+            limit: 10,
+            ..TaskFilter::default()
+        })
+        .unwrap();
+    assert_eq!(page.tasks.len(), 1);
+    assert_eq!(page.tasks[0].id, "done");
+    assert_eq!(store.open_task_ids().unwrap(), ["open"]);
+}

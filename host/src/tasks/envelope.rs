@@ -1,0 +1,147 @@
+//! The inbound task envelope: a data part of media type
+//! `application/vnd.tiny-harness.event+json` holding `{"kind":"task","payload":{…}}`. On a new
+//! task it is the whole brief; on an existing task it may change a few fields, by role.
+
+use serde_json::{Map, Value};
+
+use super::extension::{Criterion, ENVELOPE_MEDIA_TYPE, Participant, Role, TaskExtension};
+use super::record::TaskRecord;
+use super::service::TaskError;
+use crate::a2a::types::Message;
+
+/// Fields any participant may change on an existing task.
+const PARTICIPANT_FIELDS: [&str; 3] = ["name", "description", "acceptance_criteria"];
+/// Fields only an admin may change on an existing task.
+const ADMIN_FIELDS: [&str; 1] = ["participants"];
+
+/// The payload of the message's task envelope, if it has one.
+fn payload(message: &Message) -> Result<Option<(usize, Map<String, Value>)>, TaskError> {
+    for (index, part) in message.parts.iter().enumerate() {
+        if part.media_type != ENVELOPE_MEDIA_TYPE {
+            continue;
+        }
+        let field = format!("message.parts[{index}].data");
+        let Some(Value::Object(data)) = &part.data else {
+            return Err(TaskError::InvalidParams(format!(
+                "{field}: a task envelope is a JSON object"
+            )));
+        };
+        if data.get("kind").and_then(Value::as_str) != Some("task") {
+            continue;
+        }
+        let Some(Value::Object(payload)) = data.get("payload") else {
+            return Err(TaskError::InvalidParams(format!(
+                "{field}.payload: a task envelope needs an object payload"
+            )));
+        };
+        return Ok(Some((index, payload.clone())));
+    }
+    Ok(None)
+}
+
+/// The brief of a new task from its envelope, if the message carries one.
+pub fn read_brief(message: &Message) -> Result<Option<TaskExtension>, TaskError> {
+    let Some((index, payload)) = payload(message)? else {
+        return Ok(None);
+    };
+    let ext: TaskExtension = serde_json::from_value(Value::Object(payload)).map_err(|err| {
+        TaskError::InvalidParams(format!("message.parts[{index}].data.payload: {err}"))
+    })?;
+    if ext.name.trim().is_empty() || ext.goal.trim().is_empty() {
+        return Err(TaskError::InvalidParams(format!(
+            "message.parts[{index}].data.payload: name and goal must not be blank"
+        )));
+    }
+    if !ext.sub_tasks.is_empty() || !ext.parent_tasks.is_empty() || ext.plan.is_some() {
+        return Err(TaskError::InvalidParams(format!(
+            "message.parts[{index}].data.payload: sub_tasks, parent_tasks and plan are set by the harness, not by a brief"
+        )));
+    }
+    Ok(Some(ext))
+}
+
+/// A change to an existing task's brief.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BriefChange {
+    name: Option<String>,
+    description: Option<String>,
+    acceptance_criteria: Option<Vec<Criterion>>,
+    participants: Option<Vec<Participant>>,
+}
+
+impl BriefChange {
+    /// The change a message's envelope asks for, if any. Fields that cannot be changed are
+    /// refused with the reason.
+    pub fn read(message: &Message) -> Result<Option<BriefChange>, TaskError> {
+        let Some((index, payload)) = payload(message)? else {
+            return Ok(None);
+        };
+        let at = |key: &str| format!("message.parts[{index}].data.payload.{key}");
+        for key in payload.keys() {
+            if !PARTICIPANT_FIELDS.contains(&key.as_str()) && !ADMIN_FIELDS.contains(&key.as_str())
+            {
+                return Err(TaskError::InvalidParams(format!(
+                    "{}: cannot be changed on an existing task; only name, description, acceptance_criteria and (by an admin) participants can",
+                    at(key)
+                )));
+            }
+        }
+        fn parse<T: serde::de::DeserializeOwned>(
+            payload: &Map<String, Value>,
+            key: &str,
+            at: &dyn Fn(&str) -> String,
+        ) -> Result<Option<T>, TaskError> {
+            payload
+                .get(key)
+                .map(|value| {
+                    serde_json::from_value(value.clone())
+                        .map_err(|err| TaskError::InvalidParams(format!("{}: {err}", at(key))))
+                })
+                .transpose()
+        }
+        Ok(Some(BriefChange {
+            name: parse(&payload, "name", &at)?,
+            description: parse(&payload, "description", &at)?,
+            acceptance_criteria: parse(&payload, "acceptance_criteria", &at)?,
+            participants: parse(&payload, "participants", &at)?,
+        }))
+    }
+
+    /// Refuses a participants change by anyone but an admin.
+    pub fn check(&self, sender: &str, record: &TaskRecord) -> Result<(), TaskError> {
+        if self.participants.is_some() {
+            let is_admin = record
+                .ext
+                .participant(sender)
+                .is_some_and(|p| p.role == Role::Admin);
+            if !is_admin {
+                return Err(TaskError::InvalidParams(
+                    "participants: only an admin of the task may change its participants"
+                        .to_string(),
+                ));
+            }
+        }
+        if self.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+            return Err(TaskError::InvalidParams(
+                "name: must not be blank".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies the change.
+    pub fn apply(&self, ext: &mut TaskExtension) {
+        if let Some(name) = &self.name {
+            ext.name = name.clone();
+        }
+        if let Some(description) = &self.description {
+            ext.description = Some(description.clone());
+        }
+        if let Some(criteria) = &self.acceptance_criteria {
+            ext.acceptance_criteria = criteria.clone();
+        }
+        if let Some(participants) = &self.participants {
+            ext.participants = participants.clone();
+        }
+    }
+}

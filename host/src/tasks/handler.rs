@@ -1,0 +1,338 @@
+//! [`Tasks`], the harness's answer to every protocol request about tasks: who may see a task,
+//! how a message creates or continues one, and what a brief may set.
+
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+
+use super::envelope::{BriefChange, read_brief};
+use super::extension::{Participant, ParticipantKind, Role, TaskExtension};
+use super::hub::{Change, TaskHub};
+use super::record::TaskRecord;
+use super::service::{Caller, Subscription, TaskError, TaskService};
+use crate::a2a::types::{
+    ListTasksRequest, ListTasksResponse, Message, SendMessageRequest, TaskState, TaskStatus,
+    timestamp_now,
+};
+use crate::engine::Engine;
+use crate::store::{StoreError, TaskFilter};
+
+/// Tasks listed per page when the request names no size.
+pub const DEFAULT_PAGE_SIZE: usize = 50;
+/// The largest page a listing returns.
+pub const MAX_PAGE_SIZE: usize = 100;
+
+/// The task service over the hub and an engine.
+pub struct Tasks {
+    hub: Arc<TaskHub>,
+    engine: OnceLock<Arc<dyn Engine>>,
+}
+
+impl From<StoreError> for TaskError {
+    fn from(err: StoreError) -> TaskError {
+        tracing::error!("store error: {err}");
+        TaskError::Internal("the task store failed; see the server log".to_string())
+    }
+}
+
+impl Tasks {
+    /// A service over the hub. Connect the engine with [`Tasks::set_engine`] before serving.
+    pub fn new(hub: Arc<TaskHub>) -> Tasks {
+        Tasks {
+            hub,
+            engine: OnceLock::new(),
+        }
+    }
+
+    /// Connects the engine that works the tasks. The engine needs the hub and the service needs
+    /// the engine, so one of the two is set after construction.
+    pub fn set_engine(&self, engine: Arc<dyn Engine>) {
+        let _ = self.engine.set(engine);
+    }
+
+    fn engine(&self) -> Result<&Arc<dyn Engine>, TaskError> {
+        self.engine
+            .get()
+            .ok_or_else(|| TaskError::Internal("no engine is connected".to_string()))
+    }
+
+    /// The task if the caller may see it; not found otherwise, so existence does not leak.
+    fn visible(&self, caller: &str, id: &str) -> Result<TaskRecord, TaskError> {
+        match self.hub.store().task(id)? {
+            Some(record) if record.is_visible_to(caller) => Ok(record),
+            _ => Err(TaskError::NotFound(id.to_string())),
+        }
+    }
+
+    fn subscription(&self, id: &str, history: Option<i32>) -> Result<Subscription, TaskError> {
+        let events = self.hub.subscribe(id);
+        let record = self
+            .hub
+            .store()
+            .task(id)?
+            .ok_or_else(|| TaskError::NotFound(id.to_string()))?;
+        Ok(Subscription {
+            snapshot: self.render(&record, history, true)?,
+            events,
+        })
+    }
+
+    fn render(
+        &self,
+        record: &TaskRecord,
+        history_length: Option<i32>,
+        include_artifacts: bool,
+    ) -> Result<crate::a2a::types::Task, TaskError> {
+        let history = match history_length {
+            Some(n) if n <= 0 => None,
+            Some(n) => Some(self.hub.store().history(&record.id, Some(n as usize))?),
+            None => Some(self.hub.store().history(&record.id, None)?),
+        };
+        Ok(record.to_task(history, include_artifacts))
+    }
+
+    fn create(&self, sender: &str, mut message: Message) -> Result<Subscription, TaskError> {
+        let brief = read_brief(&message)?;
+        let mut ext = match brief {
+            Some(ext) => ext,
+            None => {
+                let text = message.text();
+                if text.trim().is_empty() {
+                    return Err(TaskError::InvalidParams(
+                        "message: a new task needs a text part or a task envelope".to_string(),
+                    ));
+                }
+                TaskExtension::from_text(&text)
+            }
+        };
+        check_new_participants(sender, &ext)?;
+        if ext.participant(sender).is_none() {
+            ext.participants.insert(
+                0,
+                Participant {
+                    id: sender.to_string(),
+                    kind: ParticipantKind::Human,
+                    role: Role::Admin,
+                    display_name: None,
+                },
+            );
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        let context_id = if message.context_id.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            message.context_id.clone()
+        };
+        message.task_id = id.clone();
+        message.context_id = context_id.clone();
+        let record = TaskRecord {
+            id: id.clone(),
+            context_id,
+            status: TaskStatus {
+                state: TaskState::Submitted,
+                message: None,
+                timestamp: Some(timestamp_now()),
+            },
+            artifacts: Vec::new(),
+            metadata: Default::default(),
+            ext,
+            owner: sender.to_string(),
+        };
+        self.hub.create(&record, |tx| {
+            tx.append_message(&id, &message)?;
+            Ok(())
+        })?;
+        let subscription = self.subscription(&id, None)?;
+        self.engine()?.start(&id);
+        Ok(subscription)
+    }
+
+    fn continue_task(&self, sender: &str, mut message: Message) -> Result<Subscription, TaskError> {
+        let id = message.task_id.clone();
+        let record = self.visible(sender, &id)?;
+        if record.state().is_terminal() {
+            return Err(TaskError::Terminal {
+                id,
+                state: record.state(),
+            });
+        }
+        let change = BriefChange::read(&message)?;
+        if let Some(change) = &change {
+            change.check(sender, &record)?;
+        }
+        if !message.context_id.is_empty() && message.context_id != record.context_id {
+            return Err(TaskError::InvalidParams(format!(
+                "message.contextId: task {id} belongs to context {}",
+                record.context_id
+            )));
+        }
+        message.context_id = record.context_id.clone();
+        let events = self.hub.subscribe(&id);
+        let outcome = self.hub.change(&id, |rec, tx| {
+            if let Some(change) = &change {
+                change.apply(&mut rec.ext);
+            }
+            tx.append_message(&id, &message)?;
+            Ok(())
+        })?;
+        match outcome {
+            Change::Applied(record, ()) => {
+                self.engine()?.wake(&id);
+                Ok(Subscription {
+                    snapshot: self.render(&record, None, true)?,
+                    events,
+                })
+            }
+            Change::Terminal(record) => Err(TaskError::Terminal {
+                id,
+                state: record.state(),
+            }),
+            Change::Missing => Err(TaskError::NotFound(id)),
+        }
+    }
+}
+
+/// Only a trusted delegator may name other participants on a new task; until delegators exist,
+/// nobody may.
+fn check_new_participants(sender: &str, ext: &TaskExtension) -> Result<(), TaskError> {
+    if let Some(other) = ext.participants.iter().find(|p| p.id != sender) {
+        return Err(TaskError::InvalidParams(format!(
+            "task.participants: only a trusted delegator may name participants other than itself (found `{}`)",
+            other.id
+        )));
+    }
+    Ok(())
+}
+
+/// The participant a message comes from: `Message.metadata.participant_id`, else the caller.
+fn sender(caller: &Caller, message: &Message) -> String {
+    message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("participant_id"))
+        .and_then(|v| v.as_str())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| caller.participant_id.clone())
+}
+
+#[async_trait]
+impl TaskService for Tasks {
+    async fn send_message(
+        &self,
+        caller: &Caller,
+        request: SendMessageRequest,
+    ) -> Result<Subscription, TaskError> {
+        let sender = sender(caller, &request.message);
+        if request.message.task_id.is_empty() {
+            self.create(&sender, request.message)
+        } else {
+            self.continue_task(&sender, request.message)
+        }
+    }
+
+    async fn get_task(
+        &self,
+        caller: &Caller,
+        id: &str,
+        history_length: Option<i32>,
+    ) -> Result<crate::a2a::types::Task, TaskError> {
+        let record = self.visible(&caller.participant_id, id)?;
+        self.render(&record, history_length, true)
+    }
+
+    async fn list_tasks(
+        &self,
+        caller: &Caller,
+        request: ListTasksRequest,
+    ) -> Result<ListTasksResponse, TaskError> {
+        let limit = match request.page_size {
+            None => DEFAULT_PAGE_SIZE,
+            Some(n) if n >= 1 && n as usize <= MAX_PAGE_SIZE => n as usize,
+            Some(n) => {
+                return Err(TaskError::InvalidParams(format!(
+                    "pageSize: {n} is out of range; use 1 to {MAX_PAGE_SIZE}"
+                )));
+            }
+        };
+        let cursor = if request.page_token.is_empty() {
+            None
+        } else {
+            Some(request.page_token.parse::<i64>().map_err(|_| {
+                TaskError::InvalidParams(format!(
+                    "pageToken: `{}` is not a token this server issued",
+                    request.page_token
+                ))
+            })?)
+        };
+        let page = self.hub.store().list_tasks(&TaskFilter {
+            participant_id: caller.participant_id.clone(),
+            context_id: Some(request.context_id.clone()).filter(|c| !c.is_empty()),
+            state: request.status.filter(|s| *s != TaskState::Unspecified),
+            updated_after: request.status_timestamp_after.clone(),
+            cursor,
+            limit,
+        })?;
+        let history = request.history_length.or(Some(0));
+        let include_artifacts = request.include_artifacts.unwrap_or(false);
+        let tasks = page
+            .tasks
+            .iter()
+            .map(|record| self.render(record, history, include_artifacts))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ListTasksResponse {
+            page_size: tasks.len() as i32,
+            tasks,
+            next_page_token: page.next_cursor.map(|c| c.to_string()).unwrap_or_default(),
+            total_size: page.total as i32,
+        })
+    }
+
+    async fn cancel_task(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<crate::a2a::types::Task, TaskError> {
+        let record = self.visible(&caller.participant_id, id)?;
+        if record.state().is_terminal() {
+            return Err(TaskError::NotCancelable {
+                id: id.to_string(),
+                state: record.state(),
+            });
+        }
+        let who = caller.participant_id.clone();
+        let outcome = self.hub.change(id, |rec, tx| {
+            let message = Message::agent_text(&rec.id, &rec.context_id, format!("canceled by {who}"));
+            tx.append_message(&rec.id, &message)?;
+            rec.status = TaskStatus {
+                state: TaskState::Canceled,
+                message: Some(message),
+                timestamp: Some(timestamp_now()),
+            };
+            Ok(())
+        })?;
+        match outcome {
+            Change::Applied(record, ()) => {
+                self.engine()?.cancel(id);
+                self.render(&record, None, true)
+            }
+            Change::Terminal(record) => Err(TaskError::NotCancelable {
+                id: id.to_string(),
+                state: record.state(),
+            }),
+            Change::Missing => Err(TaskError::NotFound(id.to_string())),
+        }
+    }
+
+    async fn subscribe(&self, caller: &Caller, id: &str) -> Result<Subscription, TaskError> {
+        let record = self.visible(&caller.participant_id, id)?;
+        if record.state().is_terminal() {
+            return Err(TaskError::Terminal {
+                id: id.to_string(),
+                state: record.state(),
+            });
+        }
+        self.subscription(id, None)
+    }
+}
