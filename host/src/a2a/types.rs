@@ -529,7 +529,10 @@ mod tests {
             metadata: None,
         });
         let value = serde_json::to_value(&event).unwrap();
-        assert_eq!(value["statusUpdate"]["status"]["state"], "TASK_STATE_WORKING");
+        assert_eq!(
+            value["statusUpdate"]["status"]["state"],
+            "TASK_STATE_WORKING"
+        );
     }
 
     #[test]

@@ -186,7 +186,6 @@ mod tests {
     use std::path::Path;
 
     use super::super::Config;
-    use super::*;
 
     fn error_of(text: &str) -> String {
         Config::parse(text, Path::new("config.toml"))
@@ -207,7 +206,10 @@ mod tests {
     #[test]
     fn unknown_key_names_the_dotted_setting() {
         assert_eq!(
-            error_of("[server]\nbindd = \"x\"\n").split(':').next().unwrap(),
+            error_of("[server]\nbindd = \"x\"\n")
+                .split(':')
+                .next()
+                .unwrap(),
             "server.bindd"
         );
     }
@@ -215,7 +217,10 @@ mod tests {
     #[test]
     fn wrong_type_names_the_dotted_setting() {
         let message = error_of("[server]\nmax_request_bytes = \"big\"\n");
-        assert!(message.starts_with("server.max_request_bytes:"), "{message}");
+        assert!(
+            message.starts_with("server.max_request_bytes:"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -62,15 +62,16 @@ pub fn slug(name: &str) -> String {
     while out.ends_with('-') {
         out.pop();
     }
-    if out.is_empty() { "step".to_string() } else { out }
+    if out.is_empty() {
+        "step".to_string()
+    } else {
+        out
+    }
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(call: &ToolCall) -> Result<T, ToolOutcome> {
     serde_json::from_str(&call.arguments).map_err(|err| {
-        ToolOutcome::error(
-            "tool.invalid_arguments",
-            format!("{}: {err}", call.name),
-        )
+        ToolOutcome::error("tool.invalid_arguments", format!("{}: {err}", call.name))
     })
 }
 
@@ -116,7 +117,10 @@ fn create_plan(call: &ToolCall) -> ToolOutcome {
             } else {
                 return ToolOutcome::error(
                     "plan.unknown_step",
-                    format!("step \"{}\" depends on \"{dep}\", which is not in the plan", step.name),
+                    format!(
+                        "step \"{}\" depends on \"{dep}\", which is not in the plan",
+                        step.name
+                    ),
                 );
             };
             steps[index].depends_on.push(resolved);
@@ -160,12 +164,15 @@ fn find_cycle(steps: &[PlanStep]) -> Option<String> {
     }
     let deps: HashMap<&str, Vec<&str>> = steps
         .iter()
-        .map(|s| (s.id.as_str(), s.depends_on.iter().map(String::as_str).collect()))
+        .map(|s| {
+            (
+                s.id.as_str(),
+                s.depends_on.iter().map(String::as_str).collect(),
+            )
+        })
         .collect();
     let mut colour = HashMap::new();
-    steps
-        .iter()
-        .find_map(|s| visit(&s.id, &deps, &mut colour))
+    steps.iter().find_map(|s| visit(&s.id, &deps, &mut colour))
 }
 
 fn complete_step(context: &ToolContext<'_>, call: &ToolCall) -> ToolOutcome {
@@ -174,7 +181,10 @@ fn complete_step(context: &ToolContext<'_>, call: &ToolCall) -> ToolOutcome {
         Err(outcome) => return outcome,
     };
     let Some(plan) = &context.record.ext.plan else {
-        return ToolOutcome::error("plan.missing", "there is no plan; create one with create_plan");
+        return ToolOutcome::error(
+            "plan.missing",
+            "there is no plan; create one with create_plan",
+        );
     };
     if !plan.steps.iter().any(|s| s.id == args.step) {
         let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
@@ -367,8 +377,18 @@ mod tests {
         for (name, args, expected) in cases {
             assert_eq!(call(&record(None), name, args).await.text(), expected);
         }
-        let bad = call(&record(None), "create_plan", json!({"steps": [], "extra": 1})).await;
-        assert!(bad.text().starts_with("[tool.invalid_arguments] create_plan: unknown field `extra`"), "{}", bad.text());
+        let bad = call(
+            &record(None),
+            "create_plan",
+            json!({"steps": [], "extra": 1}),
+        )
+        .await;
+        assert!(
+            bad.text()
+                .starts_with("[tool.invalid_arguments] create_plan: unknown field `extra`"),
+            "{}",
+            bad.text()
+        );
     }
 
     #[tokio::test]
@@ -384,8 +404,16 @@ mod tests {
                 state: StepState::Pending,
             }],
         };
-        let outcome = call(&record(Some(plan)), "complete_step", json!({"step": "x", "output": "o"})).await;
-        assert_eq!(outcome.text(), "[plan.unknown_step] no step \"x\"; steps: sum");
+        let outcome = call(
+            &record(Some(plan)),
+            "complete_step",
+            json!({"step": "x", "output": "o"}),
+        )
+        .await;
+        assert_eq!(
+            outcome.text(),
+            "[plan.unknown_step] no step \"x\"; steps: sum"
+        );
     }
 
     #[test]

@@ -174,8 +174,11 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         &input,
     );
     let limit = budget(settings.turn_budget_tokens, shared.model.context_window());
-    if is_over(estimate_tokens(&request), limit, settings.compaction_fraction)
-        && let Some(cut) = split_point(replay.live_history())
+    if is_over(
+        estimate_tokens(&request),
+        limit,
+        settings.compaction_fraction,
+    ) && let Some(cut) = split_point(replay.live_history())
     {
         compact(shared, id, replay, cut).await?;
         return Ok(Step::Continue);

@@ -105,7 +105,9 @@ impl Store {
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves SQLite consistent (the transaction rolls back),
         // so a poisoned mutex is safe to keep using.
-        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.conn
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Runs `f` in one transaction: all of its writes land, or none.
@@ -142,9 +144,10 @@ impl Store {
         ]
         .map(|s| s.wire_name());
         let ids = stmt
-            .query_map(params![terminal[0], terminal[1], terminal[2], terminal[3]], |row| {
-                row.get(0)
-            })?
+            .query_map(
+                params![terminal[0], terminal[1], terminal[2], terminal[3]],
+                |row| row.get(0),
+            )?
             .collect::<Result<Vec<String>, _>>()?;
         Ok(ids)
     }
@@ -361,9 +364,11 @@ impl Tx<'_> {
 
 fn read_task(conn: &Connection, id: &str) -> Result<Option<TaskRecord>, StoreError> {
     let record: Option<String> = conn
-        .query_row("SELECT record FROM tasks WHERE id = ?1", params![id], |row| {
-            row.get(0)
-        })
+        .query_row(
+            "SELECT record FROM tasks WHERE id = ?1",
+            params![id],
+            |row| row.get(0),
+        )
         .optional()?;
     Ok(match record {
         Some(text) => Some(serde_json::from_str(&text)?),

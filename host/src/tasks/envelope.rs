@@ -14,8 +14,11 @@ const PARTICIPANT_FIELDS: [&str; 3] = ["name", "description", "acceptance_criter
 /// Fields only an admin may change on an existing task.
 const ADMIN_FIELDS: [&str; 1] = ["participants"];
 
+/// An envelope's payload and the index of the part that carried it.
+type Payload = (usize, Map<String, Value>);
+
 /// The payload of the message's task envelope, if it has one.
-fn payload(message: &Message) -> Result<Option<(usize, Map<String, Value>)>, TaskError> {
+fn payload(message: &Message) -> Result<Option<Payload>, TaskError> {
     for (index, part) in message.parts.iter().enumerate() {
         if part.media_type != ENVELOPE_MEDIA_TYPE {
             continue;

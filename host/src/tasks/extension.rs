@@ -168,7 +168,10 @@ impl TaskExtension {
     /// The extension of a task that came as plain text: the first line (cut) is its name and the
     /// whole text its goal.
     pub fn from_text(text: &str) -> TaskExtension {
-        let first_line = text.lines().find(|line| !line.trim().is_empty()).unwrap_or("");
+        let first_line = text
+            .lines()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or("");
         let name = first_line.trim();
         let name = if name.chars().count() > DERIVED_NAME_CHARS {
             name.chars().take(DERIVED_NAME_CHARS).collect()

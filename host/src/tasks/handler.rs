@@ -303,7 +303,8 @@ impl TaskService for Tasks {
         }
         let who = caller.participant_id.clone();
         let outcome = self.hub.change(id, |rec, tx| {
-            let message = Message::agent_text(&rec.id, &rec.context_id, format!("canceled by {who}"));
+            let message =
+                Message::agent_text(&rec.id, &rec.context_id, format!("canceled by {who}"));
             tx.append_message(&rec.id, &message)?;
             rec.status = TaskStatus {
                 state: TaskState::Canceled,

@@ -112,7 +112,8 @@ impl TaskHub {
                 metadata: None,
             }));
         }
-        if after.status.state != before.status.state || after.status.message != before.status.message
+        if after.status.state != before.status.state
+            || after.status.message != before.status.message
         {
             events.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
                 task_id: after.id.clone(),
