@@ -5,9 +5,15 @@
 //! it (retrying 429, 5xx and timeouts with backoff) and maps the answer back to a [`ModelReply`].
 //! Cancellation is the caller's: dropping the future aborts the HTTP request.
 
+pub mod http;
+pub mod retry;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use http::HttpSettings;
+pub use retry::RetryPolicy;
 
 /// A tool the model may call, as sent beside the instructions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
