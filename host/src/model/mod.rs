@@ -7,6 +7,8 @@
 
 pub mod http;
 pub mod retry;
+pub mod scripted;
+pub mod unconfigured;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -14,6 +16,8 @@ use serde_json::Value;
 
 pub use http::HttpSettings;
 pub use retry::RetryPolicy;
+pub use scripted::{ScriptError, ScriptedModel};
+pub use unconfigured::{NO_MODEL_EXPLANATION, UnconfiguredModel};
 
 /// A tool the model may call, as sent beside the instructions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
