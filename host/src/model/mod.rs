@@ -147,6 +147,13 @@ pub trait Model: Send + Sync {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError>;
 }
 
+/// Shows the model's description, so structs holding an `Arc<dyn Model>` can derive `Debug`.
+impl std::fmt::Debug for dyn Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
 /// Why `[model]` could not be turned into a model. Each message starts with the setting to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelBuildError {
