@@ -35,6 +35,7 @@ pub struct HttpSettings {
     pub max_output_tokens: u32,
     /// Reported by [`super::Model::context_window`].
     pub context_window: Option<usize>,
+    /// How failed attempts are retried (`model.max_retries`, production delays by default).
     pub retry: RetryPolicy,
 }
 

@@ -77,6 +77,7 @@ impl Default for RetryPolicy {
 /// One failed attempt: the error, and how long the server asked us to wait, if it did.
 #[derive(Debug)]
 pub struct Failure {
+    /// What went wrong; [`ModelError::is_retryable`] decides whether to try again.
     pub error: ModelError,
     /// From the response's `Retry-After` header, in seconds.
     pub retry_after: Option<Duration>,
