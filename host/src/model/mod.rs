@@ -5,9 +5,28 @@
 //! it (retrying 429, 5xx and timeouts with backoff) and maps the answer back to a [`ModelReply`].
 //! Cancellation is the caller's: dropping the future aborts the HTTP request.
 
+pub mod anthropic;
+pub mod http;
+pub mod openai;
+pub mod retry;
+pub mod scripted;
+pub mod unconfigured;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::config::{ModelConfig, Provider};
+
+pub use anthropic::AnthropicModel;
+pub use http::HttpSettings;
+pub use openai::OpenAiModel;
+pub use retry::RetryPolicy;
+pub use scripted::{ScriptError, ScriptedModel};
+pub use unconfigured::{NO_MODEL_EXPLANATION, UnconfiguredModel};
 
 /// A tool the model may call, as sent beside the instructions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -126,4 +145,131 @@ pub trait Model: Send + Sync {
     fn context_window(&self) -> Option<usize>;
     /// Makes one call, with the provider's retries.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError>;
+}
+
+/// Shows the model's description, so structs holding an `Arc<dyn Model>` can derive `Debug`.
+impl std::fmt::Debug for dyn Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// Why `[model]` could not be turned into a model. Each message starts with the setting to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelBuildError {
+    #[error("model.api_key_env: environment variable {variable} is not set")]
+    MissingKey { variable: String },
+    #[error("model.model: is required for model.provider = \"{provider}\"")]
+    MissingModel { provider: &'static str },
+    #[error("model.base_url: `{url}` is not an http(s) URL")]
+    InvalidBaseUrl { url: String },
+    #[error("model.script: is required when model.provider = \"scripted\"")]
+    MissingScript,
+    #[error("model.script: {0}")]
+    Script(#[from] ScriptError),
+    #[error("model: the HTTP client could not start: {0}")]
+    Client(String),
+}
+
+/// The model `[model]` describes.
+///
+/// `resolve` turns `model.script` into a path relative to the configuration file (usually
+/// [`crate::config::Config::resolve`]); `env` reads environment variables, a parameter so tests
+/// need not touch the process environment. A key is required only for the providers' own hosts:
+/// a custom `base_url` (Ollama, vLLM, a proxy) may well run without one.
+pub fn build_model(
+    config: &ModelConfig,
+    resolve: impl Fn(&Path) -> PathBuf,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Model>, ModelBuildError> {
+    let provider = match config.provider {
+        None => {
+            return Ok(Arc::new(UnconfiguredModel::new(
+                config.context_window_tokens,
+            )));
+        }
+        Some(provider) => provider,
+    };
+    match provider {
+        Provider::Scripted => {
+            let script = config
+                .script
+                .as_deref()
+                .ok_or(ModelBuildError::MissingScript)?;
+            let model = ScriptedModel::load(&resolve(script))?
+                .with_context_window(config.context_window_tokens);
+            Ok(Arc::new(model))
+        }
+        Provider::Openai => {
+            let settings = http_settings(
+                config,
+                provider,
+                openai::OPENAI_DEFAULT_BASE_URL,
+                Some(openai::OPENAI_DEFAULT_MODEL),
+                "OPENAI_API_KEY",
+                openai::OPENAI_HOST,
+                env,
+            )?;
+            Ok(Arc::new(OpenAiModel::new(settings)?))
+        }
+        Provider::Anthropic => {
+            let settings = http_settings(
+                config,
+                provider,
+                anthropic::ANTHROPIC_DEFAULT_BASE_URL,
+                None,
+                "ANTHROPIC_API_KEY",
+                anthropic::ANTHROPIC_HOST,
+                env,
+            )?;
+            Ok(Arc::new(AnthropicModel::new(settings)?))
+        }
+    }
+}
+
+/// The settings of an HTTP provider: defaults filled in, the URL checked, the key read.
+fn http_settings(
+    config: &ModelConfig,
+    provider: Provider,
+    default_base_url: &str,
+    default_model: Option<&str>,
+    default_key_env: &str,
+    official_host: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<HttpSettings, ModelBuildError> {
+    let model = config
+        .model
+        .as_deref()
+        .or(default_model)
+        .ok_or(ModelBuildError::MissingModel {
+            provider: provider.as_str(),
+        })?;
+    let base_url = config
+        .base_url
+        .as_deref()
+        .unwrap_or(default_base_url)
+        .trim_end_matches('/');
+    let host = reqwest::Url::parse(base_url)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https"))
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+        .ok_or_else(|| ModelBuildError::InvalidBaseUrl {
+            url: base_url.to_string(),
+        })?;
+    let variable = config.api_key_env.as_deref().unwrap_or(default_key_env);
+    let api_key = env(variable).filter(|key| !key.trim().is_empty());
+    if api_key.is_none() && host == official_host {
+        return Err(ModelBuildError::MissingKey {
+            variable: variable.to_string(),
+        });
+    }
+    Ok(HttpSettings {
+        base_url: base_url.to_string(),
+        model: model.to_string(),
+        api_key,
+        timeout_secs: config.timeout,
+        max_output_tokens: config.max_output_tokens,
+        context_window: config.context_window_tokens,
+        retry: RetryPolicy::new(config.max_retries),
+    })
 }

@@ -1,0 +1,214 @@
+//! What the HTTP providers share: their settings, and one JSON exchange with a model endpoint,
+//! with every way it can fail sorted into a [`ModelError`] the retry loop can judge.
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::{RequestBuilder, Response};
+use serde_json::Value;
+
+use super::ModelError;
+use super::retry::{Failure, RetryPolicy};
+
+/// The most of an error body kept in [`ModelError::Http`]. Providers explain themselves in the
+/// first few hundred characters; the rest (HTML error pages, echoed prompts) would flood the
+/// task's failure reason and the logs.
+pub const MAX_ERROR_BODY_CHARS: usize = 500;
+
+/// The largest answer read. A chat completion is kilobytes; a misbehaving or hostile endpoint
+/// must not be able to make the harness buffer without bound.
+pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// Everything an HTTP provider needs, resolved from `[model]` and the environment.
+#[derive(Clone)]
+pub struct HttpSettings {
+    /// The API root (`https://api.openai.com/v1`); a trailing slash is ignored.
+    pub base_url: String,
+    /// The model name sent with every request.
+    pub model: String,
+    /// Sent as the provider's credential header; `None` sends none (Ollama needs none).
+    pub api_key: Option<String>,
+    /// Seconds one attempt may take, connection to last byte.
+    pub timeout_secs: u64,
+    /// The output limit when the request sets none.
+    pub max_output_tokens: u32,
+    /// Reported by [`super::Model::context_window`].
+    pub context_window: Option<usize>,
+    /// How failed attempts are retried (`model.max_retries`, production delays by default).
+    pub retry: RetryPolicy,
+}
+
+/// Never prints the key, so settings can be logged and appear in panics safely.
+impl fmt::Debug for HttpSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpSettings")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("timeout_secs", &self.timeout_secs)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("context_window", &self.context_window)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+impl HttpSettings {
+    /// `base_url` without its trailing slashes.
+    pub fn root(&self) -> &str {
+        self.base_url.trim_end_matches('/')
+    }
+
+    /// The host name of `base_url`, lower-cased, if it parses.
+    pub fn host(&self) -> Option<String> {
+        reqwest::Url::parse(self.root())
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+    }
+}
+
+/// The one client a model uses for all its calls, so connections are pooled and reused.
+pub(crate) fn client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .user_agent(concat!("tiny-harness/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|err| error_chain(&err))
+}
+
+/// Sends one request and reads its JSON answer, all within `timeout_secs`.
+pub(crate) async fn exchange(request: RequestBuilder, timeout_secs: u64) -> Result<Value, Failure> {
+    let limit = Duration::from_secs(timeout_secs);
+    match tokio::time::timeout(limit, exchange_untimed(request)).await {
+        Ok(result) => result,
+        Err(_) => Err(ModelError::Timeout(timeout_secs).into()),
+    }
+}
+
+async fn exchange_untimed(request: RequestBuilder) -> Result<Value, Failure> {
+    let response = request
+        .send()
+        .await
+        .map_err(|err| ModelError::Transport(error_chain(&err)))?;
+    let status = response.status();
+    let retry_after = retry_after(response.headers());
+    let body = read_limited(response).await?;
+    if !status.is_success() {
+        return Err(Failure {
+            error: ModelError::Http {
+                status: status.as_u16(),
+                body: truncate(&String::from_utf8_lossy(&body), MAX_ERROR_BODY_CHARS),
+            },
+            retry_after,
+        });
+    }
+    serde_json::from_slice(&body).map_err(|err| {
+        ModelError::InvalidResponse(format!(
+            "not JSON ({err}): {}",
+            truncate(&String::from_utf8_lossy(&body), MAX_ERROR_BODY_CHARS)
+        ))
+        .into()
+    })
+}
+
+/// Reads the body chunk by chunk, refusing one larger than [`MAX_RESPONSE_BYTES`].
+async fn read_limited(mut response: Response) -> Result<Vec<u8>, Failure> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|err| ModelError::Transport(error_chain(&err)))?
+    {
+        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(ModelError::InvalidResponse(format!(
+                "the answer is larger than {MAX_RESPONSE_BYTES} bytes"
+            ))
+            .into());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// `Retry-After` in seconds (whole or fractional). The HTTP-date form is ignored: model
+/// providers send seconds, and a clock-skewed date is worse than our own backoff.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let text = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    let seconds: f64 = text.parse().ok()?;
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+/// At most `max` characters of `text`, with an ellipsis when something was cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// An error and its causes on one line: reqwest's own message ("error sending request") says
+/// little, the cause ("connection refused") says what to fix.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::header::HeaderValue;
+
+    use super::*;
+
+    fn headers(value: &str) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        map.insert(RETRY_AFTER, HeaderValue::from_str(value).unwrap());
+        map
+    }
+
+    #[test]
+    fn retry_after_is_read_in_seconds() {
+        assert_eq!(retry_after(&headers("3")), Some(Duration::from_secs(3)));
+        assert_eq!(
+            retry_after(&headers(" 0.5 ")),
+            Some(Duration::from_millis(500))
+        );
+    }
+
+    #[test]
+    fn a_retry_after_date_or_nonsense_is_ignored() {
+        assert_eq!(retry_after(&headers("Wed, 21 Oct 2015 07:28:00 GMT")), None);
+        assert_eq!(retry_after(&headers("-4")), None);
+        assert_eq!(retry_after(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn truncation_counts_characters_not_bytes() {
+        assert_eq!(truncate("héllo", 10), "héllo");
+        assert_eq!(truncate("héllo", 2), "hé…");
+    }
+
+    #[test]
+    fn the_debug_form_hides_the_key() {
+        let settings = HttpSettings {
+            base_url: "https://api.openai.com/v1/".into(),
+            model: "m".into(),
+            api_key: Some("sk-secret".into()),
+            timeout_secs: 1,
+            max_output_tokens: 1,
+            context_window: None,
+            retry: RetryPolicy::new(0),
+        };
+        assert!(!format!("{settings:?}").contains("sk-secret"));
+        assert_eq!(settings.root(), "https://api.openai.com/v1");
+        assert_eq!(settings.host().as_deref(), Some("api.openai.com"));
+    }
+}

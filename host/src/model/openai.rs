@@ -1,0 +1,281 @@
+//! The OpenAI-compatible chat-completions provider, which also covers Ollama, vLLM and the
+//! llama.cpp server: the request mapping, the answer mapping and the call with retries.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+
+use super::http::{self, HttpSettings};
+use super::retry::with_retries;
+use super::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
+
+/// The API root OpenAI's own clients use.
+pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// A small, cheap model that calls tools well; the default when `model.model` is not set.
+pub const OPENAI_DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+/// OpenAI's own host: the only one that requires a key, and the only one that has renamed the
+/// output limit to `max_completion_tokens` (compatible servers still read `max_tokens`).
+pub const OPENAI_HOST: &str = "api.openai.com";
+
+/// A model behind an OpenAI-compatible `/chat/completions` endpoint.
+pub struct OpenAiModel {
+    settings: HttpSettings,
+    endpoint: String,
+    client: reqwest::Client,
+}
+
+impl OpenAiModel {
+    /// A model calling `{base_url}/chat/completions`. Fails only if the HTTP client cannot start.
+    pub fn new(settings: HttpSettings) -> Result<OpenAiModel, super::ModelBuildError> {
+        let client = http::client().map_err(super::ModelBuildError::Client)?;
+        let endpoint = format!("{}/chat/completions", settings.root());
+        Ok(OpenAiModel {
+            settings,
+            endpoint,
+            client,
+        })
+    }
+
+    /// The JSON body for one request, exactly as sent.
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        if !request.instructions.is_empty() {
+            messages.push(json!({ "role": "system", "content": request.instructions }));
+        }
+        messages.extend(request.messages.iter().map(message));
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.settings.model));
+        body.insert("messages".into(), Value::Array(messages));
+        if !request.tools.is_empty() {
+            let tools = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({
+                        "type": "function",
+                        "function": {
+                            "name": tool.name,
+                            "description": tool.description,
+                            "parameters": tool.parameters,
+                        }
+                    })
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        let limit = request
+            .max_output_tokens
+            .unwrap_or(self.settings.max_output_tokens);
+        let limit_key = if self.settings.host().as_deref() == Some(OPENAI_HOST) {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body.insert(limit_key.into(), json!(limit));
+        Value::Object(body)
+    }
+}
+
+/// One conversation message in the chat-completions shape.
+fn message(message: &ChatMessage) -> Value {
+    match message {
+        ChatMessage::User { content } => json!({ "role": "user", "content": content }),
+        ChatMessage::Assistant {
+            content,
+            tool_calls,
+        } => {
+            if tool_calls.is_empty() {
+                return json!({ "role": "assistant", "content": content });
+            }
+            let calls: Vec<Value> = tool_calls
+                .iter()
+                .map(|call| {
+                    json!({
+                        "id": call.id,
+                        "type": "function",
+                        "function": { "name": call.name, "arguments": call.arguments },
+                    })
+                })
+                .collect();
+            // A turn that only calls tools has no text; the API wants null rather than "".
+            let content = if content.is_empty() {
+                Value::Null
+            } else {
+                json!(content)
+            };
+            json!({ "role": "assistant", "content": content, "tool_calls": calls })
+        }
+        ChatMessage::Tool {
+            call_id, content, ..
+        } => json!({ "role": "tool", "tool_call_id": call_id, "content": content }),
+    }
+}
+
+/// Reads `choices[0].message` and `usage` from a chat-completions answer.
+pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
+    let message = body
+        .pointer("/choices/0/message")
+        .ok_or_else(|| missing("choices[0].message", body))?;
+    let text = text_of(message.get("content").unwrap_or(&Value::Null))?;
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = message.get("tool_calls").filter(|v| !v.is_null()) {
+        let calls = calls
+            .as_array()
+            .ok_or_else(|| invalid("choices[0].message.tool_calls is not a list"))?;
+        for (n, call) in calls.iter().enumerate() {
+            tool_calls.push(tool_call(call, n)?);
+        }
+    }
+    let usage = body.get("usage");
+    let count = |key: &str| {
+        usage
+            .and_then(|u| u.get(key))
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    Ok(ModelReply {
+        text,
+        tool_calls,
+        usage: Usage {
+            input_tokens: count("prompt_tokens"),
+            output_tokens: count("completion_tokens"),
+        },
+    })
+}
+
+/// `content` as text: a string, null, or (from some servers) a list of text parts.
+fn text_of(content: &Value) -> Result<String, ModelError> {
+    match content {
+        Value::Null => Ok(String::new()),
+        Value::String(text) => Ok(text.clone()),
+        Value::Array(parts) => Ok(parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect()),
+        _ => Err(invalid("choices[0].message.content is not text")),
+    }
+}
+
+fn tool_call(call: &Value, n: usize) -> Result<ToolCall, ModelError> {
+    let function = call
+        .get("function")
+        .ok_or_else(|| invalid(&format!("tool_calls[{n}] has no function")))?;
+    let name = function
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(&format!("tool_calls[{n}].function has no name")))?;
+    // The arguments are JSON text; some local servers send the object itself.
+    let arguments = match function.get("arguments") {
+        None | Some(Value::Null) => "{}".to_string(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => other.to_string(),
+    };
+    // Some local servers leave out the id; the result must still be matched to its call.
+    let id = match call.get("id").and_then(Value::as_str) {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => format!("call_{}", uuid::Uuid::new_v4().simple()),
+    };
+    Ok(ToolCall {
+        id,
+        name: name.to_string(),
+        arguments,
+    })
+}
+
+fn invalid(message: &str) -> ModelError {
+    ModelError::InvalidResponse(message.to_string())
+}
+
+fn missing(what: &str, body: &Value) -> ModelError {
+    let shown = http::truncate(&body.to_string(), http::MAX_ERROR_BODY_CHARS);
+    ModelError::InvalidResponse(format!("no {what} in the answer: {shown}"))
+}
+
+#[async_trait]
+impl Model for OpenAiModel {
+    fn describe(&self) -> String {
+        format!("openai {} at {}", self.settings.model, self.settings.root())
+    }
+
+    fn context_window(&self) -> Option<usize> {
+        self.settings.context_window
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let body = self.request_body(request);
+        let answer = with_retries(&self.settings.retry, &self.endpoint, || {
+            let mut post = self.client.post(&self.endpoint).json(&body);
+            if let Some(key) = &self.settings.api_key {
+                post = post.bearer_auth(key);
+            }
+            http::exchange(post, self.settings.timeout_secs)
+        })
+        .await?;
+        parse_reply(&answer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::retry::RetryPolicy;
+
+    fn model(base_url: &str) -> OpenAiModel {
+        OpenAiModel::new(HttpSettings {
+            base_url: base_url.into(),
+            model: "m".into(),
+            api_key: None,
+            timeout_secs: 1,
+            max_output_tokens: 77,
+            context_window: None,
+            retry: RetryPolicy::new(0),
+        })
+        .unwrap()
+    }
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            instructions: "Be brief.".into(),
+            messages: vec![ChatMessage::User {
+                content: "hi".into(),
+            }],
+            tools: Vec::new(),
+            max_output_tokens: None,
+            call_index: 0,
+            purpose: Default::default(),
+        }
+    }
+
+    #[test]
+    fn openai_itself_gets_max_completion_tokens() {
+        let body = model("https://api.openai.com/v1/").request_body(&request());
+        assert_eq!(body["max_completion_tokens"], 77);
+        assert!(body.get("max_tokens").is_none());
+    }
+
+    #[test]
+    fn other_servers_get_max_tokens_and_no_tools_key() {
+        let body = model("http://127.0.0.1:11434/v1").request_body(&request());
+        assert_eq!(body["max_tokens"], 77);
+        assert!(body.get("tools").is_none());
+        assert_eq!(body["messages"][0]["role"], "system");
+    }
+
+    #[test]
+    fn a_tool_call_without_an_id_gets_one() {
+        let answer = json!({"choices": [{"message": {"content": null, "tool_calls": [
+            {"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}
+        ]}}]});
+        let reply = parse_reply(&answer).unwrap();
+        assert!(reply.tool_calls[0].id.starts_with("call_"));
+        assert_eq!(reply.tool_calls[0].arguments, r#"{"a":1}"#);
+        assert_eq!(reply.usage, Usage::default());
+    }
+
+    #[test]
+    fn an_answer_without_choices_is_invalid() {
+        let err = parse_reply(&json!({"error": "nope"})).unwrap_err();
+        assert!(matches!(err, ModelError::InvalidResponse(_)));
+    }
+}

@@ -1,0 +1,474 @@
+//! The HTTP providers against a stub server on 127.0.0.1: what goes over the wire, how answers
+//! are read, and how failures are retried, timed out and reported.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tiny_harness::config::{ModelConfig, Provider};
+use tiny_harness::model::{
+    AnthropicModel, ChatMessage, HttpSettings, Model, ModelError, ModelRequest, OpenAiModel,
+    Purpose, RetryPolicy, ToolCall, ToolSpec, build_model,
+};
+
+/// One request the stub received.
+#[derive(Debug, Clone)]
+struct Recorded {
+    path: String,
+    headers: HeaderMap,
+    body: Value,
+}
+
+/// One answer the stub gives, in order.
+#[derive(Debug, Clone)]
+struct Answer {
+    status: u16,
+    body: Value,
+    delay: Duration,
+    retry_after: Option<&'static str>,
+}
+
+fn ok(body: Value) -> Answer {
+    Answer {
+        status: 200,
+        body,
+        delay: Duration::ZERO,
+        retry_after: None,
+    }
+}
+
+fn status(status: u16) -> Answer {
+    Answer {
+        status,
+        body: json!({"error": {"message": format!("stub says {status}")}}),
+        delay: Duration::ZERO,
+        retry_after: None,
+    }
+}
+
+#[derive(Default)]
+struct Stub {
+    requests: Mutex<Vec<Recorded>>,
+    answers: Mutex<VecDeque<Answer>>,
+}
+
+impl Stub {
+    fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+async fn answer(
+    State(stub): State<Arc<Stub>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    stub.requests.lock().unwrap().push(Recorded {
+        path: uri.path().to_string(),
+        headers,
+        body,
+    });
+    let next = stub.answers.lock().unwrap().pop_front();
+    let Some(answer) = next else {
+        return (StatusCode::IM_A_TEAPOT, "the stub has no more answers").into_response();
+    };
+    tokio::time::sleep(answer.delay).await;
+    let code = StatusCode::from_u16(answer.status).unwrap();
+    let mut response = (code, axum::Json(answer.body)).into_response();
+    if let Some(seconds) = answer.retry_after {
+        response
+            .headers_mut()
+            .insert("retry-after", seconds.parse().unwrap());
+    }
+    response
+}
+
+/// Starts a stub answering `answers` in order; returns its `/v1` root and its record.
+async fn start(answers: Vec<Answer>) -> (String, Arc<Stub>) {
+    let stub = Arc::new(Stub {
+        requests: Mutex::new(Vec::new()),
+        answers: Mutex::new(answers.into()),
+    });
+    let app = axum::Router::new()
+        .fallback(answer)
+        .with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{address}/v1/"), stub)
+}
+
+fn config(provider: Provider, base_url: &str) -> ModelConfig {
+    ModelConfig {
+        provider: Some(provider),
+        base_url: Some(base_url.to_string()),
+        model: Some("test-model".to_string()),
+        api_key_env: Some("TEST_KEY".to_string()),
+        timeout: 5,
+        max_output_tokens: 321,
+        context_window_tokens: None,
+        max_retries: 0,
+        script: None,
+    }
+}
+
+/// A model built through `build_model`, with `key` as the value of `TEST_KEY`.
+fn built(provider: Provider, base_url: &str, key: Option<&str>) -> Arc<dyn Model> {
+    let key = key.map(str::to_string);
+    build_model(
+        &config(provider, base_url),
+        |path| path.to_path_buf(),
+        move |name| (name == "TEST_KEY").then(|| key.clone()).flatten(),
+    )
+    .unwrap()
+}
+
+fn fast_settings(base_url: &str, max_retries: u32, timeout_secs: u64) -> HttpSettings {
+    HttpSettings {
+        base_url: base_url.to_string(),
+        model: "test-model".to_string(),
+        api_key: None,
+        timeout_secs,
+        max_output_tokens: 100,
+        context_window: None,
+        retry: RetryPolicy {
+            max_retries,
+            base_delay: Duration::from_millis(5),
+            max_delay: Duration::from_millis(20),
+            max_retry_after: Duration::from_millis(200),
+        },
+    }
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
+    ToolCall {
+        id: id.to_string(),
+        name: name.to_string(),
+        arguments: arguments.to_string(),
+    }
+}
+
+/// A conversation with every kind of message: a turn that called two tools, both results, and
+/// a later user message.
+fn conversation() -> ModelRequest {
+    ModelRequest {
+        instructions: "You are a test.".to_string(),
+        messages: vec![
+            ChatMessage::User {
+                content: "What is 6 x 7?".to_string(),
+            },
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![
+                    call("c1", "multiply", r#"{"a":6,"b":7}"#),
+                    call("c2", "note", r#"{"text":"hi"}"#),
+                ],
+            },
+            ChatMessage::Tool {
+                call_id: "c1".to_string(),
+                name: "multiply".to_string(),
+                content: "42".to_string(),
+            },
+            ChatMessage::Tool {
+                call_id: "c2".to_string(),
+                name: "note".to_string(),
+                content: "noted".to_string(),
+            },
+            ChatMessage::User {
+                content: "Thanks.".to_string(),
+            },
+        ],
+        tools: vec![ToolSpec {
+            name: "multiply".to_string(),
+            description: "Multiplies two numbers.".to_string(),
+            parameters: json!({"type": "object", "properties": {"a": {"type": "number"}}}),
+        }],
+        max_output_tokens: None,
+        call_index: 1,
+        purpose: Purpose::Turn,
+    }
+}
+
+fn openai_answer() -> Value {
+    json!({
+        "choices": [{"message": {
+            "role": "assistant",
+            "content": "Let me check.",
+            "tool_calls": [{"id": "call_9", "type": "function",
+                "function": {"name": "multiply", "arguments": "{\"a\":1}"}}]
+        }}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 8}
+    })
+}
+
+fn anthropic_answer() -> Value {
+    json!({
+        "content": [
+            {"type": "text", "text": "Let me "},
+            {"type": "text", "text": "check."},
+            {"type": "tool_use", "id": "toolu_1", "name": "multiply", "input": {"a": 1}}
+        ],
+        "usage": {"input_tokens": 90, "output_tokens": 11}
+    })
+}
+
+mod openai_model {
+    use super::*;
+
+    #[tokio::test]
+    async fn requests_carry_system_tools_calls_and_results() {
+        let (base, stub) = start(vec![ok(openai_answer())]).await;
+        let model = built(Provider::Openai, &base, Some("sk-test"));
+        model.complete(&conversation()).await.unwrap();
+
+        let requests = stub.requests();
+        assert_eq!(requests.len(), 1);
+        let sent = &requests[0];
+        assert_eq!(sent.path, "/v1/chat/completions");
+        assert_eq!(sent.headers["authorization"], "Bearer sk-test");
+        let body = &sent.body;
+        assert_eq!(body["model"], "test-model");
+        assert_eq!(body["max_tokens"], 321);
+        assert!(body.get("max_completion_tokens").is_none());
+        let messages = body["messages"].as_array().unwrap();
+        let roles: Vec<&str> = messages
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            ["system", "user", "assistant", "tool", "tool", "user"]
+        );
+        assert_eq!(messages[0]["content"], "You are a test.");
+        assert_eq!(messages[2]["content"], Value::Null);
+        assert_eq!(
+            messages[2]["tool_calls"][0],
+            json!({"id": "c1", "type": "function",
+               "function": {"name": "multiply", "arguments": "{\"a\":6,\"b\":7}"}})
+        );
+        assert_eq!(
+            messages[3],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "42"})
+        );
+        assert_eq!(
+            body["tools"],
+            json!([{"type": "function", "function": {
+                "name": "multiply",
+                "description": "Multiplies two numbers.",
+                "parameters": {"type": "object", "properties": {"a": {"type": "number"}}}
+            }}])
+        );
+    }
+
+    #[tokio::test]
+    async fn sends_no_authorization_without_a_key() {
+        let (base, stub) = start(vec![ok(openai_answer())]).await;
+        let model = built(Provider::Openai, &base, None);
+        let mut request = conversation();
+        request.tools.clear();
+        request.messages.truncate(1);
+        model.complete(&request).await.unwrap();
+
+        let sent = &stub.requests()[0];
+        assert!(sent.headers.get("authorization").is_none());
+        assert!(sent.body.get("tools").is_none());
+    }
+
+    #[tokio::test]
+    async fn answers_map_to_text_tool_calls_and_usage() {
+        let (base, _stub) = start(vec![ok(openai_answer())]).await;
+        let model = built(Provider::Openai, &base, None);
+        let reply = model.complete(&conversation()).await.unwrap();
+        assert_eq!(reply.text, "Let me check.");
+        assert_eq!(reply.tool_calls, [call("call_9", "multiply", r#"{"a":1}"#)]);
+        assert_eq!(reply.usage.input_tokens, 120);
+        assert_eq!(reply.usage.output_tokens, 8);
+    }
+}
+
+mod anthropic_model {
+    use super::*;
+
+    #[tokio::test]
+    async fn requests_carry_system_blocks_and_headers() {
+        let (base, stub) = start(vec![ok(anthropic_answer())]).await;
+        let model = built(Provider::Anthropic, &base, Some("ant-test"));
+        model.complete(&conversation()).await.unwrap();
+
+        let sent = &stub.requests()[0];
+        assert_eq!(sent.path, "/v1/messages");
+        assert_eq!(sent.headers["x-api-key"], "ant-test");
+        assert_eq!(sent.headers["anthropic-version"], "2023-06-01");
+        assert_eq!(sent.headers["content-type"], "application/json");
+        assert!(sent.headers.get("authorization").is_none());
+        let body = &sent.body;
+        assert_eq!(body["system"], "You are a test.");
+        assert_eq!(body["max_tokens"], 321);
+        assert_eq!(
+            body["tools"],
+            json!([{"name": "multiply", "description": "Multiplies two numbers.",
+                "input_schema": {"type": "object", "properties": {"a": {"type": "number"}}}}])
+        );
+        let assistant = &body["messages"][1];
+        assert_eq!(assistant["role"], "assistant");
+        assert_eq!(
+            assistant["content"],
+            json!([
+                {"type": "tool_use", "id": "c1", "name": "multiply", "input": {"a": 6, "b": 7}},
+                {"type": "tool_use", "id": "c2", "name": "note", "input": {"text": "hi"}}
+            ])
+        );
+    }
+
+    #[tokio::test]
+    async fn merges_consecutive_tool_results_into_one_user_message() {
+        let (base, stub) = start(vec![ok(anthropic_answer())]).await;
+        let model = built(Provider::Anthropic, &base, Some("ant-test"));
+        model.complete(&conversation()).await.unwrap();
+
+        let messages = stub.requests()[0].body["messages"].clone();
+        let roles: Vec<&str> = messages
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user"]);
+        assert_eq!(
+            messages[2]["content"],
+            json!([
+                {"type": "tool_result", "tool_use_id": "c1", "content": "42"},
+                {"type": "tool_result", "tool_use_id": "c2", "content": "noted"},
+                {"type": "text", "text": "Thanks."}
+            ])
+        );
+    }
+
+    #[tokio::test]
+    async fn answers_map_to_text_tool_calls_and_usage() {
+        let (base, _stub) = start(vec![ok(anthropic_answer())]).await;
+        let model = built(Provider::Anthropic, &base, Some("ant-test"));
+        let reply = model.complete(&conversation()).await.unwrap();
+        assert_eq!(reply.text, "Let me check.");
+        assert_eq!(
+            reply.tool_calls,
+            [call("toolu_1", "multiply", r#"{"a":1}"#)]
+        );
+        assert_eq!(reply.usage.input_tokens, 90);
+        assert_eq!(reply.usage.output_tokens, 11);
+    }
+}
+
+mod model_retries {
+    use super::*;
+
+    #[tokio::test]
+    async fn retries_a_429_then_succeeds() {
+        let (base, stub) = start(vec![status(429), ok(openai_answer())]).await;
+        let model = OpenAiModel::new(fast_settings(&base, 3, 5)).unwrap();
+        let reply = model.complete(&conversation()).await.unwrap();
+        assert_eq!(reply.text, "Let me check.");
+        assert_eq!(stub.requests().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn gives_up_with_the_500_after_max_retries_plus_one_requests() {
+        let max_retries = 2;
+        let (base, stub) = start(vec![status(500); max_retries as usize + 1]).await;
+        let model = OpenAiModel::new(fast_settings(&base, max_retries, 5)).unwrap();
+        let err = model.complete(&conversation()).await.unwrap_err();
+        match err {
+            ModelError::Http { status, body } => {
+                assert_eq!(status, 500);
+                assert!(body.contains("stub says 500"), "{body}");
+            }
+            other => panic!("expected HTTP 500, got {other:?}"),
+        }
+        assert_eq!(stub.requests().len(), max_retries as usize + 1);
+    }
+
+    #[tokio::test]
+    async fn does_not_retry_a_400() {
+        let (base, stub) = start(vec![status(400), ok(openai_answer())]).await;
+        let model = OpenAiModel::new(fast_settings(&base, 3, 5)).unwrap();
+        let err = model.complete(&conversation()).await.unwrap_err();
+        assert!(matches!(err, ModelError::Http { status: 400, .. }), "{err}");
+        assert_eq!(stub.requests().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn anthropic_retries_an_overloaded_529_too() {
+        let (base, stub) = start(vec![status(529), ok(anthropic_answer())]).await;
+        let model = AnthropicModel::new(fast_settings(&base, 1, 5)).unwrap();
+        model.complete(&conversation()).await.unwrap();
+        assert_eq!(stub.requests().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn honours_retry_after_up_to_the_cap() {
+        let mut limited = status(429);
+        limited.retry_after = Some("30");
+        let (base, stub) = start(vec![limited, ok(openai_answer())]).await;
+        let model = OpenAiModel::new(fast_settings(&base, 1, 5)).unwrap();
+        let started = Instant::now();
+        model.complete(&conversation()).await.unwrap();
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(200), "waited {waited:?}");
+        assert!(waited < Duration::from_secs(2), "waited {waited:?}");
+        assert_eq!(stub.requests().len(), 2);
+    }
+}
+
+mod model_failures {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_slow_endpoint_times_out() {
+        let mut slow = ok(openai_answer());
+        slow.delay = Duration::from_secs(5);
+        let (base, _stub) = start(vec![slow]).await;
+        let model = OpenAiModel::new(fast_settings(&base, 0, 1)).unwrap();
+        let started = Instant::now();
+        let err = model.complete(&conversation()).await.unwrap_err();
+        assert!(matches!(err, ModelError::Timeout(1)), "{err}");
+        assert!(started.elapsed() < Duration::from_millis(1500));
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_endpoint_is_a_transport_error() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        drop(listener);
+        let base = format!("http://{address}/v1");
+        let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
+        let err = model.complete(&conversation()).await.unwrap_err();
+        assert!(matches!(err, ModelError::Transport(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_long_error_body_is_cut_to_about_500_characters() {
+        let mut verbose = status(400);
+        verbose.body = json!({ "error": "x".repeat(5000) });
+        let (base, _stub) = start(vec![verbose]).await;
+        let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
+        match model.complete(&conversation()).await.unwrap_err() {
+            ModelError::Http { body, .. } => assert!(body.chars().count() <= 501, "{}", body.len()),
+            other => panic!("expected HTTP 400, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_without_choices_is_an_invalid_response() {
+        let (base, _stub) = start(vec![ok(json!("just a string"))]).await;
+        let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
+        let err = model.complete(&conversation()).await.unwrap_err();
+        assert!(matches!(err, ModelError::InvalidResponse(_)), "{err}");
+    }
+}
