@@ -1,0 +1,84 @@
+//! Context assembly costs: building the static prefix (once per start-up) and assembling one
+//! turn's request (every turn), over a history of realistic size.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use std::hint::black_box;
+use tiny_harness::a2a::types::{TaskState, TaskStatus};
+use tiny_harness::context::{
+    DefaultPrompt, HistoryItem, PromptSource, StaticPrefix, TurnInput, assemble, estimate_tokens,
+};
+use tiny_harness::engine::ToolHost;
+use tiny_harness::engine::intrinsics::Intrinsics;
+use tiny_harness::model::ToolCall;
+use tiny_harness::tasks::extension::TaskExtension;
+use tiny_harness::tasks::record::TaskRecord;
+
+fn history(turns: usize) -> Vec<HistoryItem> {
+    let mut items = vec![HistoryItem::Inbound {
+        from: "user".into(),
+        trusted: true,
+        text: "Reconcile the March ledger against the bank statement.".into(),
+    }];
+    for i in 0..turns {
+        items.push(HistoryItem::Reply {
+            text: format!("Checking batch {i}."),
+            tool_calls: vec![ToolCall {
+                id: format!("c{i}"),
+                name: "complete_step".into(),
+                arguments: format!("{{\"step\":\"s{i}\",\"output\":\"ok\"}}"),
+            }],
+        });
+        items.push(HistoryItem::ToolResult {
+            call_id: format!("c{i}"),
+            name: "complete_step".into(),
+            content: "x".repeat(400),
+        });
+    }
+    items
+}
+
+fn benches(c: &mut Criterion) {
+    let prompt = DefaultPrompt.render();
+    c.bench_function("static_prefix_build", |b| {
+        b.iter(|| StaticPrefix::build(black_box(&prompt), &[], &[]))
+    });
+
+    let prefix = StaticPrefix::build(&prompt, &[], &[]);
+    let mut tools = Intrinsics.definitions();
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    let record = TaskRecord {
+        id: "t".into(),
+        context_id: "c".into(),
+        status: TaskStatus {
+            state: TaskState::Working,
+            ..TaskStatus::default()
+        },
+        artifacts: vec![],
+        metadata: Default::default(),
+        ext: TaskExtension::from_text("Reconcile March"),
+        owner: "user".into(),
+    };
+    for turns in [5usize, 20] {
+        let items = history(turns);
+        c.bench_function(&format!("assemble_turn_{turns}_tool_calls"), |b| {
+            b.iter(|| {
+                let request = assemble(
+                    &prefix,
+                    &tools,
+                    Some(1000),
+                    &TurnInput {
+                        record: &record,
+                        skills: &[],
+                        summary: None,
+                        history: black_box(&items),
+                        call_index: turns,
+                    },
+                );
+                black_box(estimate_tokens(&request))
+            })
+        });
+    }
+}
+
+criterion_group!(context, benches);
+criterion_main!(context);
