@@ -35,7 +35,7 @@ pub const BLOCKING_SEND_MAX_WAIT: Duration = Duration::from_secs(10 * 60);
 enum Reply {
     Result(Value),
     Stream {
-        subscription: Subscription,
+        subscription: Box<Subscription>,
         history_length: Option<i32>,
     },
 }
@@ -57,32 +57,26 @@ pub(crate) async fn rpc(
     };
     let Request { id, method, params } = request;
     tracing::debug!(%method, ?id, "JSON-RPC request");
-    let outcome = match checked_headers(&app, &headers) {
-        Ok(caller) => call(&app, caller.clone(), &method, params)
-            .await
-            .map(|reply| (caller, reply)),
-        Err(error) => Err(error),
+    let caller = match checked_headers(&app, &headers) {
+        Ok(caller) => caller,
+        Err(error) => return failure(id, &method, error),
     };
-    match outcome {
-        Ok((_, Reply::Result(value))) => json(jsonrpc::Response::success(id, value)),
-        Ok((
-            caller,
-            Reply::Stream {
-                subscription,
-                history_length,
-            },
-        )) => sse::respond(
-            app.state.service.clone(),
-            caller,
-            id,
+    match call(&app, &caller, &method, params).await {
+        Ok(Reply::Result(value)) => json(jsonrpc::Response::success(id, value)),
+        Ok(Reply::Stream {
             subscription,
             history_length,
-        ),
-        Err(error) => {
-            tracing::debug!(%method, code = error.code, message = %error.message, "JSON-RPC error");
-            json(jsonrpc::Response::failure(id, error))
+        }) => {
+            let service = app.state.service.clone();
+            sse::respond(service, caller, id, *subscription, history_length)
         }
+        Err(error) => failure(id, &method, error),
     }
+}
+
+fn failure(id: RequestId, method: &str, error: RpcError) -> Response {
+    tracing::debug!(%method, code = error.code, message = %error.message, "JSON-RPC error");
+    json(jsonrpc::Response::failure(id, error))
 }
 
 fn checked_headers(app: &App, headers: &HeaderMap) -> Result<Caller, RpcError> {
@@ -107,7 +101,7 @@ pub(crate) fn json(response: jsonrpc::Response) -> Response {
     }
 }
 
-async fn call(app: &App, caller: Caller, method: &str, params: Value) -> Result<Reply, RpcError> {
+async fn call(app: &App, caller: &Caller, method: &str, params: Value) -> Result<Reply, RpcError> {
     let service = app.state.service.as_ref();
     let capabilities = &app.state.card.capabilities;
     match method {
@@ -115,13 +109,13 @@ async fn call(app: &App, caller: Caller, method: &str, params: Value) -> Result<
             let request: SendMessageRequest = parse_params(params)?;
             check_send(&request)?;
             let config = request.configuration.clone().unwrap_or_default();
-            let subscription = service.send_message(&caller, request).await?;
+            let subscription = service.send_message(caller, request).await?;
             let task = if config.return_immediately {
                 let mut task = subscription.snapshot;
                 validate::trim_history(&mut task, config.history_length);
                 task
             } else {
-                wait_until_settled(app, &caller, subscription, config.history_length).await?
+                wait_until_settled(app, caller, subscription, config.history_length).await?
             };
             to_value(&SendMessageResponse::Task(task))
         }
@@ -133,9 +127,9 @@ async fn call(app: &App, caller: Caller, method: &str, params: Value) -> Result<
                 .configuration
                 .as_ref()
                 .and_then(|c| c.history_length);
-            let subscription = service.send_message(&caller, request).await?;
+            let subscription = service.send_message(caller, request).await?;
             Ok(Reply::Stream {
-                subscription,
+                subscription: Box::new(subscription),
                 history_length,
             })
         }
@@ -143,9 +137,9 @@ async fn call(app: &App, caller: Caller, method: &str, params: Value) -> Result<
             check_streaming(capabilities.streaming)?;
             let request: SubscribeToTaskRequest = parse_params(params)?;
             validate::task_id("id", &request.id)?;
-            let subscription = service.subscribe(&caller, &request.id).await?;
+            let subscription = service.subscribe(caller, &request.id).await?;
             Ok(Reply::Stream {
-                subscription,
+                subscription: Box::new(subscription),
                 history_length: None,
             })
         }
@@ -154,7 +148,7 @@ async fn call(app: &App, caller: Caller, method: &str, params: Value) -> Result<
             validate::task_id("id", &request.id)?;
             validate::history_length("historyLength", request.history_length)?;
             let task = service
-                .get_task(&caller, &request.id, request.history_length)
+                .get_task(caller, &request.id, request.history_length)
                 .await?;
             to_value(&task)
         }
@@ -162,12 +156,12 @@ async fn call(app: &App, caller: Caller, method: &str, params: Value) -> Result<
             let request: ListTasksRequest = parse_params(params)?;
             validate::page_size(request.page_size)?;
             validate::history_length("historyLength", request.history_length)?;
-            to_value(&service.list_tasks(&caller, request).await?)
+            to_value(&service.list_tasks(caller, request).await?)
         }
         "CancelTask" => {
             let request: CancelTaskRequest = parse_params(params)?;
             validate::task_id("id", &request.id)?;
-            to_value(&service.cancel_task(&caller, &request.id).await?)
+            to_value(&service.cancel_task(caller, &request.id).await?)
         }
         // The card says `pushNotifications: false`, so §3.3.4 requires this error for all four.
         "CreateTaskPushNotificationConfig"

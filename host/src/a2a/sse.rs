@@ -43,7 +43,7 @@ pub fn respond(
         task_id: subscription.snapshot.id.clone(),
         history_length,
         events: subscription.events,
-        phase: Phase::Snapshot(subscription.snapshot),
+        phase: Phase::Snapshot(Box::new(subscription.snapshot)),
     };
     Sse::new(events(follower))
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE_INTERVAL))
@@ -52,14 +52,14 @@ pub fn respond(
 
 fn events(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> + Send {
     futures::stream::unfold(follower, |mut follower| async move {
-        let event = follower.next().await?;
-        Some((Ok(event), follower))
+        let response = follower.next().await?;
+        Some((Ok(to_event(&response)), follower))
     })
 }
 
 /// Where a stream is: about to send the snapshot, following events, or finished.
 enum Phase {
-    Snapshot(Task),
+    Snapshot(Box<Task>),
     Following,
     Done,
 }
@@ -77,8 +77,8 @@ struct Follower {
 }
 
 impl Follower {
-    /// The next SSE event, or `None` once the stream is over.
-    async fn next(&mut self) -> Option<Event> {
+    /// The next response to send, or `None` once the stream is over.
+    async fn next(&mut self) -> Option<jsonrpc::Response> {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Done => None,
             Phase::Snapshot(mut task) => {
@@ -86,7 +86,7 @@ impl Follower {
                     self.phase = Phase::Following;
                 }
                 trim_history(&mut task, self.history_length);
-                Some(self.result(&StreamResponse::Task(task)))
+                Some(self.result(&StreamResponse::Task(*task)))
             }
             Phase::Following => match self.events.recv().await {
                 Ok(event) => {
@@ -106,7 +106,7 @@ impl Follower {
     }
 
     /// A fresh snapshot; the stream goes on after it if `continue_after` and it is unsettled.
-    async fn resync(&mut self, continue_after: bool) -> Event {
+    async fn resync(&mut self, continue_after: bool) -> jsonrpc::Response {
         let fetched = self
             .service
             .get_task(&self.caller, &self.task_id, self.history_length)
@@ -122,23 +122,148 @@ impl Follower {
         }
     }
 
-    fn result(&self, response: &StreamResponse) -> Event {
+    fn result(&self, response: &StreamResponse) -> jsonrpc::Response {
         match serde_json::to_value(response) {
-            Ok(value) => self.data(&jsonrpc::Response::success(self.id.clone(), value)),
+            Ok(value) => jsonrpc::Response::success(self.id.clone(), value),
             Err(err) => self.error(RpcError::internal(err)),
         }
     }
 
-    fn error(&self, error: RpcError) -> Event {
-        self.data(&jsonrpc::Response::failure(self.id.clone(), error))
+    fn error(&self, error: RpcError) -> jsonrpc::Response {
+        jsonrpc::Response::failure(self.id.clone(), error)
+    }
+}
+
+/// One response as one SSE event.
+fn to_event(response: &jsonrpc::Response) -> Event {
+    // A response of plain data cannot fail to serialise; the fallback is only for the type.
+    let text = serde_json::to_string(response).unwrap_or_else(|_| {
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#
+            .to_string()
+    });
+    Event::default().data(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::types::{ListTasksRequest, ListTasksResponse, SendMessageRequest, TaskState};
+    use crate::a2a::types::{TaskStatus, TaskStatusUpdateEvent};
+    use crate::tasks::TaskError;
+    use async_trait::async_trait;
+    use tokio::sync::broadcast;
+
+    fn task(state: TaskState) -> Task {
+        Task {
+            id: "t".into(),
+            status: TaskStatus {
+                state,
+                ..TaskStatus::default()
+            },
+            ..Task::default()
+        }
     }
 
-    fn data(&self, response: &jsonrpc::Response) -> Event {
-        // A response of plain data cannot fail to serialise; the fallback is only for the type.
-        let text = serde_json::to_string(response).unwrap_or_else(|_| {
-            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#
-                .to_string()
-        });
-        Event::default().data(text)
+    fn update(state: TaskState) -> StreamResponse {
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: String::new(),
+            status: TaskStatus {
+                state,
+                ..TaskStatus::default()
+            },
+            metadata: None,
+        })
+    }
+
+    /// Knows one task, already completed; everything else is unsupported.
+    struct Completed;
+
+    #[async_trait]
+    impl TaskService for Completed {
+        async fn send_message(
+            &self,
+            _: &Caller,
+            _: SendMessageRequest,
+        ) -> Result<Subscription, TaskError> {
+            Err(TaskError::Unsupported("send".into()))
+        }
+        async fn get_task(&self, _: &Caller, _: &str, _: Option<i32>) -> Result<Task, TaskError> {
+            Ok(task(TaskState::Completed))
+        }
+        async fn list_tasks(
+            &self,
+            _: &Caller,
+            _: ListTasksRequest,
+        ) -> Result<ListTasksResponse, TaskError> {
+            Err(TaskError::Unsupported("list".into()))
+        }
+        async fn cancel_task(&self, _: &Caller, _: &str) -> Result<Task, TaskError> {
+            Err(TaskError::Unsupported("cancel".into()))
+        }
+        async fn subscribe(&self, _: &Caller, _: &str) -> Result<Subscription, TaskError> {
+            Err(TaskError::Unsupported("subscribe".into()))
+        }
+    }
+
+    fn follower(events: broadcast::Receiver<StreamResponse>) -> Follower {
+        Follower {
+            service: Arc::new(Completed),
+            caller: Caller::from_header(None),
+            id: RequestId::Number(9.into()),
+            task_id: "t".into(),
+            history_length: None,
+            events,
+            phase: Phase::Snapshot(Box::new(task(TaskState::Submitted))),
+        }
+    }
+
+    async fn states(mut follower: Follower) -> Vec<String> {
+        let mut states = Vec::new();
+        while let Some(response) = follower.next().await {
+            assert_eq!(response.id, RequestId::Number(9.into()));
+            let result = response.result.expect("a result");
+            let state = result["task"]["status"]["state"]
+                .as_str()
+                .map(|s| format!("task {s}"));
+            let state = state.or_else(|| {
+                let state = result["statusUpdate"]["status"]["state"].as_str()?;
+                Some(format!("update {state}"))
+            });
+            states.push(state.expect("a task or a status update"));
+        }
+        states
+    }
+
+    #[tokio::test]
+    async fn a_stream_sends_the_snapshot_then_events_and_ends_once_settled() {
+        let (sender, receiver) = broadcast::channel(8);
+        sender.send(update(TaskState::Working)).unwrap();
+        sender.send(update(TaskState::InputRequired)).unwrap();
+        sender.send(update(TaskState::Working)).unwrap();
+        let expected = [
+            "task TASK_STATE_SUBMITTED",
+            "update TASK_STATE_WORKING",
+            "update TASK_STATE_INPUT_REQUIRED",
+        ];
+        assert_eq!(states(follower(receiver)).await, expected);
+    }
+
+    #[tokio::test]
+    async fn a_lagging_stream_resends_the_task_and_ends_when_it_has_settled() {
+        let (sender, receiver) = broadcast::channel(1);
+        for _ in 0..3 {
+            sender.send(update(TaskState::Working)).unwrap();
+        }
+        let expected = ["task TASK_STATE_SUBMITTED", "task TASK_STATE_COMPLETED"];
+        assert_eq!(states(follower(receiver)).await, expected);
+    }
+
+    #[tokio::test]
+    async fn a_closed_channel_ends_the_stream_with_the_task_as_it_is() {
+        let (sender, receiver) = broadcast::channel(1);
+        drop(sender);
+        let expected = ["task TASK_STATE_SUBMITTED", "task TASK_STATE_COMPLETED"];
+        assert_eq!(states(follower(receiver)).await, expected);
     }
 }
