@@ -1,0 +1,83 @@
+//! The agent card this harness serves at `/.well-known/agent-card.json`: who it is, where it
+//! listens, and which optional A2A capabilities it has.
+
+use crate::a2a::types::{AgentCapabilities, AgentCard, AgentExtension, AgentInterface};
+use crate::tasks::extension::EXTENSION_URI;
+
+/// The agent's name on the card.
+pub const AGENT_NAME: &str = "tiny-harness";
+/// The card's version: the harness's own, so a new release reads as a new card.
+pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The only protocol binding served.
+pub const PROTOCOL_BINDING: &str = "JSONRPC";
+/// The protocol version served, `Major.Minor` as §3.6 asks.
+pub const PROTOCOL_VERSION: &str = "1.0";
+/// The path a card is published at, relative to an agent's base URL.
+pub const CARD_PATH: &str = "/.well-known/agent-card.json";
+
+const DESCRIPTION: &str = "An agent harness that takes tasks over A2A and works each one with a \
+                           language model and tools, reporting progress as it goes.";
+const EXTENSION_DESCRIPTION: &str = "Task name, goal, acceptance criteria, participants, plan and \
+                                     links to parent and sub-tasks, carried in Task.metadata.";
+
+/// The card for a harness reachable at `base_url`.
+///
+/// Streaming is on; push notifications and the extended card are off, so the server answers
+/// those methods with the errors §3.3.4 prescribes. The task extension is optional: clients that
+/// do not know it still get plain A2A tasks.
+pub fn default_card(base_url: &str) -> AgentCard {
+    AgentCard {
+        name: AGENT_NAME.to_string(),
+        description: DESCRIPTION.to_string(),
+        supported_interfaces: vec![AgentInterface {
+            url: base_url.to_string(),
+            protocol_binding: PROTOCOL_BINDING.to_string(),
+            tenant: String::new(),
+            protocol_version: PROTOCOL_VERSION.to_string(),
+        }],
+        version: AGENT_VERSION.to_string(),
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extensions: vec![AgentExtension {
+                uri: EXTENSION_URI.to_string(),
+                description: EXTENSION_DESCRIPTION.to_string(),
+                required: false,
+                params: None,
+            }],
+            extended_agent_card: None,
+        },
+        default_input_modes: vec!["text/plain".to_string(), "application/json".to_string()],
+        default_output_modes: vec!["text/plain".to_string()],
+        ..AgentCard::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn card_declares_one_jsonrpc_interface_at_the_base_url() {
+        let card = serde_json::to_value(default_card("http://127.0.0.1:8080")).unwrap();
+        assert_eq!(
+            card["supportedInterfaces"],
+            json!([{"url":"http://127.0.0.1:8080","protocolBinding":"JSONRPC","protocolVersion":"1.0"}])
+        );
+        assert_eq!(card["name"], "tiny-harness");
+        assert_eq!(card["version"], "0.1.0");
+        assert_eq!(card["skills"], json!([]));
+    }
+
+    #[test]
+    fn card_offers_streaming_and_the_optional_task_extension_but_not_push() {
+        let card = serde_json::to_value(default_card("http://x")).unwrap();
+        let capabilities = &card["capabilities"];
+        assert_eq!(capabilities["streaming"], true);
+        assert_eq!(capabilities["pushNotifications"], false);
+        assert_eq!(capabilities["extensions"][0]["uri"], EXTENSION_URI);
+        assert_eq!(capabilities["extensions"][0]["required"], false);
+        assert!(card.get("securitySchemes").is_none());
+    }
+}
