@@ -14,5 +14,6 @@ pub mod config;
 pub mod context;
 pub mod engine;
 pub mod model;
+pub mod runtime;
 pub mod store;
 pub mod tasks;

@@ -1,1 +1,153 @@
-fn main() {}
+//! The `harness` command: `serve`, `check`, `--version`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use tiny_harness::runtime::{Runtime, StartError, load_config};
+
+/// Exit status for a configuration error, so scripts can tell it from a crash.
+const EXIT_CONFIG: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "harness",
+    version,
+    about = "An agent harness that serves tasks over A2A 1.0"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve A2A on server.bind until SIGINT or SIGTERM.
+    Serve {
+        /// The configuration file; default ./config.toml, else the embedded default.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Validate the configuration and print what would run.
+    Check {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve { config } => serve(config).await,
+            Command::Check { config } => check(config),
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            let is_config = err
+                .downcast_ref::<StartError>()
+                .is_some_and(|e| matches!(e, StartError::Config(_) | StartError::Model(_)))
+                || err
+                    .downcast_ref::<tiny_harness::config::ConfigError>()
+                    .is_some();
+            if is_config {
+                ExitCode::from(EXIT_CONFIG)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn serve(config: Option<PathBuf>) -> anyhow::Result<()> {
+    let config = load_config(config.as_deref()).map_err(StartError::from)?;
+    let runtime = Runtime::build(config)?;
+    let listener = runtime.bind().await?;
+    runtime.serve(listener, shutdown_signal()).await?;
+    Ok(())
+}
+
+fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
+    let config = load_config(config.as_deref()).map_err(StartError::from)?;
+    let model = tiny_harness::model::build_model(
+        &config.model,
+        |path| config.resolve(path),
+        |name| std::env::var(name).ok(),
+    )
+    .map_err(StartError::from)?;
+    let source = config
+        .source
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "embedded default".to_string());
+    println!("configuration: {source}");
+    println!("listen:        {}", config.server.bind);
+    println!("base URL:      {}", config.server.effective_base_url());
+    println!("model:         {}", model.describe());
+    println!(
+        "store:         {}",
+        config.resolve(&config.store.path).display()
+    );
+    println!(
+        "limits:        max_turns {}, turn budget {} tokens, compaction at {}",
+        config.limits.max_turns,
+        config.context.turn_budget_tokens,
+        config.context.compaction_fraction
+    );
+    if config.agents.is_empty() {
+        println!("agents:        (none)");
+    }
+    for agent in &config.agents {
+        println!("agent:         {} at {}", agent.id, agent.url);
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        tokio::signal::ctrl_c()
+            .await
+            .context("cannot listen for Ctrl-C")
+            .ok();
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(err) => {
+                tracing::warn!("cannot listen for SIGTERM: {err}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+}

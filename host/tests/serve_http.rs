@@ -1,0 +1,286 @@
+//! The whole harness over real HTTP on loopback: configuration → runtime → A2A server → engine →
+//! scripted model → SQLite, driven with the harness's own A2A client.
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tiny_harness::a2a::client::A2aClient;
+use tiny_harness::a2a::types::{
+    Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
+    StreamResponse, Task, TaskState,
+};
+use tiny_harness::config::Config;
+use tiny_harness::runtime::Runtime;
+use tokio::sync::oneshot;
+
+struct Server {
+    client: A2aClient,
+    base_url: String,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.done.await;
+    }
+}
+
+/// Starts a harness whose scripted model plays `script` (TOML), with extra config appended.
+async fn start(script: &str, extra_config: &str) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("script.toml"), script).unwrap();
+    let text =
+        format!("[server]\nbind = \"127.0.0.1:0\"\n[store]\npath = \"harness.db\"\n{extra_config}");
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, &text).unwrap();
+    start_config(dir, &path).await
+}
+
+async fn start_config(dir: tempfile::TempDir, path: &Path) -> Server {
+    let config = Config::load(path).unwrap();
+    let runtime = Runtime::build(config).unwrap();
+    let listener = runtime.bind().await.unwrap();
+    let base_url = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(async move {
+        runtime
+            .serve(listener, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    Server {
+        client: A2aClient::new(base_url.clone()).unwrap(),
+        base_url,
+        stop: Some(stop),
+        done,
+        _dir: dir,
+    }
+}
+
+const SCRIPTED: &str = "[model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n";
+
+fn request(text: &str, return_immediately: bool) -> SendMessageRequest {
+    SendMessageRequest {
+        tenant: String::new(),
+        message: Message {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            role: Role::User,
+            parts: vec![Part::text(text)],
+            ..Message::default()
+        },
+        configuration: Some(SendMessageConfiguration {
+            return_immediately,
+            ..SendMessageConfiguration::default()
+        }),
+        metadata: None,
+    }
+}
+
+fn task_of(response: SendMessageResponse) -> Task {
+    match response {
+        SendMessageResponse::Task(task) => task,
+        SendMessageResponse::Message(message) => panic!("expected a task, got {message:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_blocking_send_message_returns_the_completed_task_with_the_answer() {
+    let server = start(
+        "[[reply]]\ntext = \"Plan first.\"\n[[reply.tool_calls]]\nname = \"create_plan\"\narguments = { steps = [{ name = \"Add\", description = \"add them\" }] }\n[[reply]]\ntext = \"2 + 2 = 4\"\n",
+        SCRIPTED,
+    )
+    .await;
+    let task = task_of(
+        server
+            .client
+            .send_message(request("What is 2 + 2?", false))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(task.status.message.as_ref().unwrap().text(), "2 + 2 = 4");
+    let ext = &task.metadata.as_ref().unwrap()["io.github.madarauchiha-314.tiny-harness/task"];
+    assert_eq!(ext["name"], "What is 2 + 2?");
+    assert_eq!(ext["plan"]["steps"][0]["id"], "add");
+    let fetched = server.client.get_task(&task.id, Some(1)).await.unwrap();
+    assert_eq!(fetched.history.unwrap().len(), 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn streaming_shows_submitted_then_working_then_completed() {
+    let server = start("[[reply]]\ntext = \"done\"\n", SCRIPTED).await;
+    let mut stream = server
+        .client
+        .send_streaming_message(request("stream it", false))
+        .await
+        .unwrap();
+    let mut states = Vec::new();
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("stream event in time")
+    {
+        match event.unwrap() {
+            StreamResponse::Task(task) => states.push(task.status.state),
+            StreamResponse::StatusUpdate(update) => states.push(update.status.state),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        states,
+        [
+            TaskState::Submitted,
+            TaskState::Working,
+            TaskState::Completed
+        ]
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn cancel_task_ends_a_working_task_canceled_without_waiting_for_the_model() {
+    let server = start("[[reply]]\ntext = \"late\"\ndelay_ms = 60000\n", SCRIPTED).await;
+    let task = task_of(
+        server
+            .client
+            .send_message(request("slow", true))
+            .await
+            .unwrap(),
+    );
+    // Wait until the task is being worked, then cancel it.
+    loop {
+        let now = server.client.get_task(&task.id, Some(0)).await.unwrap();
+        if now.status.state == TaskState::Working {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let started = std::time::Instant::now();
+    let canceled = server.client.cancel_task(&task.id).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let again = server.client.cancel_task(&task.id).await.unwrap_err();
+    assert_eq!(again.rpc_code(), Some(-32002));
+    let send = server
+        .client
+        .send_message(SendMessageRequest {
+            message: Message {
+                task_id: task.id.clone(),
+                ..request("more", false).message
+            },
+            ..request("more", false)
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        send.rpc_code(),
+        Some(-32004),
+        "a message to a terminal task is refused"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn with_no_model_configured_each_task_fails_at_once_with_the_explanation() {
+    let server = start("", "").await;
+    let task = task_of(
+        server
+            .client
+            .send_message(request("anything", false))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(task.status.state, TaskState::Failed);
+    let reason = task.status.message.unwrap().text();
+    assert!(reason.contains("OPENAI_API_KEY"), "{reason}");
+    assert!(reason.contains("[model]"), "{reason}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_script_that_runs_out_fails_the_task_clearly() {
+    let server = start(
+        "[[reply]]\n[[reply.tool_calls]]\nname = \"create_plan\"\narguments = { steps = [{ name = \"A\", description = \"d\" }] }\n",
+        SCRIPTED,
+    )
+    .await;
+    let task = task_of(
+        server
+            .client
+            .send_message(request("go", false))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(task.status.state, TaskState::Failed);
+    let reason = task.status.message.unwrap().text();
+    assert!(reason.contains("no reply 1"), "{reason}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn list_tasks_pages_through_the_callers_tasks_newest_first() {
+    let server = start("[[reply]]\ntext = \"ok\"\n", SCRIPTED).await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let task = task_of(
+            server
+                .client
+                .send_message(request(&format!("task {n}"), false))
+                .await
+                .unwrap(),
+        );
+        ids.push(task.id);
+    }
+    let first = server
+        .client
+        .list_tasks(tiny_harness::a2a::types::ListTasksRequest {
+            page_size: Some(2),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(first.total_size, 3);
+    assert_eq!(first.tasks.len(), 2);
+    assert_eq!(first.tasks[0].id, ids[2]);
+    assert!(
+        first.tasks[0].artifacts.is_none(),
+        "artifacts are left out by default"
+    );
+    let second = server
+        .client
+        .list_tasks(tiny_harness::a2a::types::ListTasksRequest {
+            page_size: Some(2),
+            page_token: first.next_page_token.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(second.tasks.len(), 1);
+    assert_eq!(second.tasks[0].id, ids[0]);
+    assert_eq!(second.next_page_token, "");
+    let other = A2aClient::new(server.base_url.clone())
+        .unwrap()
+        .with_participant("mallory");
+    let theirs = other.list_tasks(Default::default()).await.unwrap();
+    assert!(theirs.tasks.is_empty());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_card_is_served_at_the_well_known_path_with_the_base_url() {
+    let server = start("", "").await;
+    let card = server.client.fetch_card().await.unwrap();
+    assert_eq!(card.name, "tiny-harness");
+    assert_eq!(card.version, "0.1.0");
+    assert_eq!(card.supported_interfaces[0].url, server.base_url);
+    assert!(card.skills.is_empty());
+    server.stop().await;
+}
