@@ -1,0 +1,241 @@
+//! The `harness` binary as a user runs it: configuration errors and their exit status, `check`,
+//! and a crash test that kills the process mid-task (SIGKILL) and shows the task finishing after
+//! a restart without repeating a recorded model call.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::routing::post;
+use serde_json::{Value, json};
+
+const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
+
+fn write_config(dir: &Path, text: &str) -> std::path::PathBuf {
+    let path = dir.join("config.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn check(config_text: &str) -> (i32, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), config_text);
+    let output = Command::new(HARNESS)
+        .args(["check", "--config"])
+        .arg(&path)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_missing_key_names_the_setting_and_exits_2() {
+    let (code, _, stderr) = check("[[agents]]\nid = \"ledger\"\n");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("agents[0].url: is required but missing"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_wrong_typed_key_names_the_setting_and_exits_2() {
+    let (code, _, stderr) = check("[limits]\nmax_turns = \"many\"\n");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("limits.max_turns:"), "{stderr}");
+}
+
+#[test]
+fn an_unknown_key_names_the_setting_and_exits_2() {
+    let (code, _, stderr) = check("[context]\nturn_budget = 5\n");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("context.turn_budget: unknown setting"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_missing_file_is_a_configuration_error() {
+    let output = Command::new(HARNESS)
+        .args(["serve", "--config", "/nonexistent/config.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/config.toml"));
+}
+
+#[test]
+fn check_prints_what_would_run() {
+    let (code, stdout, _) = check(
+        "[server]\nbind = \"127.0.0.1:9999\"\n[[agents]]\nid = \"ledger\"\nurl = \"http://127.0.0.1:9\"\n",
+    );
+    assert_eq!(code, 0);
+    assert!(stdout.contains("listen:        127.0.0.1:9999"), "{stdout}");
+    assert!(stdout.contains("model:         none"), "{stdout}");
+    assert!(
+        stdout.contains("agent:         ledger at http://127.0.0.1:9"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn version_prints_the_crate_version() {
+    let output = Command::new(HARNESS).arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&output.stdout).contains(env!("CARGO_PKG_VERSION")));
+}
+
+/// An OpenAI-compatible stub. It answers by how many assistant turns the request holds: the
+/// first call gets a tool call, the second call hangs (the harness is killed during it) unless
+/// `answer_second` is set, and then gets the final answer.
+#[derive(Clone, Default)]
+struct Stub {
+    seen: Arc<Mutex<Vec<usize>>>,
+    answer_second: Arc<Mutex<bool>>,
+}
+
+async fn chat(State(stub): State<Stub>, Json(body): Json<Value>) -> Json<Value> {
+    let assistant_turns = body["messages"]
+        .as_array()
+        .map(|m| m.iter().filter(|m| m["role"] == "assistant").count())
+        .unwrap_or(0);
+    stub.seen.lock().unwrap().push(assistant_turns);
+    if assistant_turns == 0 {
+        return Json(
+            json!({"choices": [{"message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call-1", "type": "function", "function": {"name": "create_plan",
+            "arguments": "{\"steps\":[{\"name\":\"Add\",\"description\":\"add\"}]}"}}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+        );
+    }
+    if !*stub.answer_second.lock().unwrap() {
+        std::future::pending::<()>().await;
+    }
+    Json(
+        json!({"choices": [{"message": {"role": "assistant", "content": "resumed: 4"}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3}}),
+    )
+}
+
+fn spawn_harness(config: &Path) -> (Child, String) {
+    let mut child = Command::new(HARNESS)
+        .args(["serve", "--config"])
+        .arg(config)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !sent && let Some(rest) = line.split("listening on ").nth(1) {
+                let url = rest.split_whitespace().next().unwrap_or("").to_string();
+                let _ = tx.send(url);
+                sent = true;
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the harness logged its address");
+    (child, url)
+}
+
+async fn rpc(base: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    reqwest::Client::new()
+        .post(base)
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_killed_mid_turn_finishes_after_restart_without_repeating_a_recorded_call() {
+    let stub = Stub::default();
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .with_state(stub.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let model_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        &format!(
+            "[server]\nbind = \"127.0.0.1:0\"\n[model]\nprovider = \"openai\"\nbase_url = \"{model_url}\"\nmodel = \"stub\"\n[store]\npath = \"harness.db\"\n"
+        ),
+    );
+
+    let (mut first, base) = spawn_harness(&config);
+    let sent = rpc(
+        &base,
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "add 2 and 2"}]},
+               "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let task_id = sent["result"]["task"]["id"].as_str().unwrap().to_string();
+    // Wait until the second model call is in flight: the first call and its tool result are
+    // journaled by then.
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while stub.seen.lock().unwrap().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the second model call started");
+    first.kill().unwrap(); // SIGKILL: no shutdown path runs.
+    first.wait().unwrap();
+
+    *stub.answer_second.lock().unwrap() = true;
+    let (mut second, base) = spawn_harness(&config);
+    let task = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let got = rpc(&base, "GetTask", json!({"id": task_id})).await;
+            if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+                return got["result"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the task completed after the restart");
+    second.kill().unwrap();
+    second.wait().unwrap();
+
+    assert_eq!(
+        task["status"]["message"]["parts"][0]["text"], "resumed: 4",
+        "{task}"
+    );
+    let seen = stub.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.iter().filter(|turns| **turns == 0).count(),
+        1,
+        "the recorded first call was not repeated: {seen:?}"
+    );
+    assert_eq!(
+        seen,
+        [0, 1, 1],
+        "only the unrecorded second call was made again"
+    );
+}
