@@ -4,12 +4,12 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use tiny_harness::a2a::types::{TaskState, TaskStatus};
-use tiny_harness::context::{
-    DefaultPrompt, HistoryItem, PromptSource, StaticPrefix, TurnInput, assemble, estimate_tokens,
-};
+use tiny_harness::config::Config;
+use tiny_harness::context::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
 use tiny_harness::engine::ToolHost;
-use tiny_harness::engine::intrinsics::Intrinsics;
 use tiny_harness::model::ToolCall;
+use tiny_harness::plugins::{PluginHost, PluginSettings};
+use tiny_harness::runtime::prompt_context;
 use tiny_harness::tasks::extension::TaskExtension;
 use tiny_harness::tasks::record::TaskRecord;
 
@@ -38,14 +38,20 @@ fn history(turns: usize) -> Vec<HistoryItem> {
 }
 
 fn benches(c: &mut Criterion) {
-    let prompt = DefaultPrompt.render();
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let host = runtime
+        .block_on(PluginHost::load(
+            &PluginSettings::default(),
+            &prompt_context(&Config::default()),
+        ))
+        .expect("the builtin loads");
+    let prompt = host.prompt().render();
     c.bench_function("static_prefix_build", |b| {
         b.iter(|| StaticPrefix::build(black_box(&prompt), &[], &[]))
     });
 
     let prefix = StaticPrefix::build(&prompt, &[], &[]);
-    let mut tools = Intrinsics.definitions();
-    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    let tools = host.toolbox().definitions();
     let record = TaskRecord {
         id: "t".into(),
         context_id: "c".into(),

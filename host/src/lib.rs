@@ -14,6 +14,7 @@ pub mod config;
 pub mod context;
 pub mod engine;
 pub mod model;
+pub mod plugins;
 pub mod runtime;
 pub mod store;
 pub mod tasks;

@@ -34,6 +34,16 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// List the loaded plugins with the sections and tools each contributes.
+    Plugins {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Print the static prefix exactly as the model receives it, then the tool definitions.
+    Context {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -49,19 +59,23 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve { config } => serve(config).await,
-            Command::Check { config } => check(config),
+            Command::Check { config } => check(config).await,
+            Command::Plugins { config } => plugins(config).await,
+            Command::Context { config } => context(config).await,
         }
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
-            let is_config = err
-                .downcast_ref::<StartError>()
-                .is_some_and(|e| matches!(e, StartError::Config(_) | StartError::Model(_)))
-                || err
-                    .downcast_ref::<tiny_harness::config::ConfigError>()
-                    .is_some();
+            let is_config = err.downcast_ref::<StartError>().is_some_and(|e| {
+                matches!(
+                    e,
+                    StartError::Config(_) | StartError::Model(_) | StartError::Plugin(_)
+                )
+            }) || err
+                .downcast_ref::<tiny_harness::config::ConfigError>()
+                .is_some();
             if is_config {
                 ExitCode::from(EXIT_CONFIG)
             } else {
@@ -82,13 +96,13 @@ fn init_tracing() {
 
 async fn serve(config: Option<PathBuf>) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
-    let runtime = Runtime::build(config)?;
+    let runtime = Runtime::build(config).await?;
     let listener = runtime.bind().await?;
     runtime.serve(listener, shutdown_signal()).await?;
     Ok(())
 }
 
-fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
+async fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
     let model = tiny_harness::model::build_model(
         &config.model,
@@ -96,6 +110,7 @@ fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
         |name| std::env::var(name).ok(),
     )
     .map_err(StartError::from)?;
+    let host = load_plugins(&config).await?;
     let source = config
         .source
         .as_ref()
@@ -115,12 +130,63 @@ fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
         config.context.turn_budget_tokens,
         config.context.compaction_fraction
     );
+    for plugin in host.summaries() {
+        println!(
+            "plugin:        {} ({} {}): {} section edits, {} tools",
+            plugin.file,
+            plugin.name,
+            plugin.version,
+            plugin.sections.len(),
+            plugin.tools.len()
+        );
+    }
     if config.agents.is_empty() {
         println!("agents:        (none)");
     }
     for agent in &config.agents {
         println!("agent:         {} at {}", agent.id, agent.url);
     }
+    Ok(())
+}
+
+async fn load_plugins(
+    config: &tiny_harness::config::Config,
+) -> anyhow::Result<tiny_harness::plugins::PluginHost> {
+    let host = tiny_harness::plugins::PluginHost::load(
+        &tiny_harness::runtime::plugin_settings(config),
+        &tiny_harness::runtime::prompt_context(config),
+    )
+    .await
+    .map_err(StartError::from)?;
+    Ok(host)
+}
+
+async fn plugins(config: Option<PathBuf>) -> anyhow::Result<()> {
+    let config = load_config(config.as_deref()).map_err(StartError::from)?;
+    let host = load_plugins(&config).await?;
+    for plugin in host.summaries() {
+        println!("{} — {} {}", plugin.file, plugin.name, plugin.version);
+        if plugin.sections.is_empty() {
+            println!("  sections: (none)");
+        } else {
+            println!("  sections: {}", plugin.sections.join(", "));
+        }
+        if plugin.tools.is_empty() {
+            println!("  tools:    (none)");
+        } else {
+            println!("  tools:    {}", plugin.tools.join(", "));
+        }
+    }
+    Ok(())
+}
+
+async fn context(config: Option<PathBuf>) -> anyhow::Result<()> {
+    let config = load_config(config.as_deref()).map_err(StartError::from)?;
+    let host = load_plugins(&config).await?;
+    print!(
+        "{}",
+        tiny_harness::runtime::render_context(&config, &host).context("rendering the context")?
+    );
     Ok(())
 }
 

@@ -13,10 +13,13 @@ use crate::a2a::card::default_card;
 use crate::a2a::server::{ServerState, router, serve};
 use crate::a2a::types::AgentCard;
 use crate::config::{Config, ConfigError};
-use crate::context::{DefaultPrompt, PromptSource, StaticPrefix};
-use crate::engine::intrinsics::Intrinsics;
+use crate::context::StaticPrefix;
 use crate::engine::{EmbeddedEngine, EngineSettings};
 use crate::model::{Model, ModelBuildError, build_model};
+use crate::plugins::{
+    AgentEntry, CallLimits, PluginError, PluginHost, PluginParticipant, PluginSettings,
+    PromptContext, SkillSummary,
+};
 use crate::store::{Store, StoreError};
 use crate::tasks::Tasks;
 use crate::tasks::hub::TaskHub;
@@ -30,6 +33,8 @@ pub enum StartError {
     Model(#[from] ModelBuildError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
     #[error("cannot listen on {addr}: {source} (set server.bind to a free address)")]
     Bind {
         addr: String,
@@ -46,22 +51,26 @@ pub struct Runtime {
     pub tasks: Arc<Tasks>,
     pub engine: Arc<EmbeddedEngine>,
     pub model: Arc<dyn Model>,
+    pub plugins: PluginHost,
     pub prefix: StaticPrefix,
 }
 
 impl Runtime {
     /// Builds the harness from its configuration, the model from `[model]`.
-    pub fn build(config: Config) -> Result<Runtime, StartError> {
+    pub async fn build(config: Config) -> Result<Runtime, StartError> {
         let model = build_model(
             &config.model,
             |path| config.resolve(path),
             |name| std::env::var(name).ok(),
         )?;
-        Runtime::build_with_model(config, model)
+        Runtime::build_with_model(config, model).await
     }
 
     /// Builds the harness around a given model (tests and benchmarks).
-    pub fn build_with_model(config: Config, model: Arc<dyn Model>) -> Result<Runtime, StartError> {
+    pub async fn build_with_model(
+        config: Config,
+        model: Arc<dyn Model>,
+    ) -> Result<Runtime, StartError> {
         if config.model.provider.is_none() {
             tracing::warn!(
                 "no model is configured: every task will fail until one is. {}",
@@ -70,8 +79,8 @@ impl Runtime {
         }
         let store = Arc::new(Store::open(&config.resolve(&config.store.path))?);
         let hub = Arc::new(TaskHub::new(store.clone()));
-        let system_prompt = DefaultPrompt.render();
-        let prefix = StaticPrefix::build(&system_prompt, &config.participants, &[]);
+        let plugins = PluginHost::load(&plugin_settings(&config), &prompt_context(&config)).await?;
+        let prefix = StaticPrefix::build(&plugins.prompt().render(), &config.participants, &[]);
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
@@ -81,7 +90,7 @@ impl Runtime {
         let engine = EmbeddedEngine::new(
             hub.clone(),
             model.clone(),
-            Arc::new(Intrinsics),
+            plugins.toolbox(),
             prefix.clone(),
             settings,
         );
@@ -93,6 +102,7 @@ impl Runtime {
             tasks,
             engine,
             model,
+            plugins,
             prefix,
         })
     }
@@ -148,6 +158,73 @@ impl Runtime {
             Some(url) => url.trim_end_matches('/').to_string(),
             None => format!("http://{local}"),
         }
+    }
+}
+
+/// What `harness context` prints: the static prefix exactly as the model receives it, then each
+/// tool definition as the JSON sent beside it, sorted by name.
+pub fn render_context(config: &Config, plugins: &PluginHost) -> Result<String, serde_json::Error> {
+    use crate::engine::ToolHost;
+    let prefix = StaticPrefix::build(&plugins.prompt().render(), &config.participants, &[]);
+    let mut out = String::new();
+    out.push_str("=== static prefix (instructions) ===\n");
+    out.push_str(prefix.as_str());
+    out.push_str("\n\n=== tools ===\n");
+    for tool in plugins.toolbox().definitions() {
+        out.push_str(&serde_json::to_string_pretty(&tool)?);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The plugin folder, cache and limits from `[plugins]`.
+pub fn plugin_settings(config: &Config) -> PluginSettings {
+    let plugins = &config.plugins;
+    let (dir, dir_required) = match &plugins.dir {
+        Some(dir) => (config.resolve(dir), true),
+        None => (config.resolve(std::path::Path::new("plugins")), false),
+    };
+    PluginSettings {
+        dir: Some(dir),
+        dir_required,
+        cache_dir: Some(config.resolve(&plugins.cache_dir)),
+        limits: CallLimits {
+            memory_bytes: plugins.memory_mb as usize * 1024 * 1024,
+            deadline: std::time::Duration::from_millis(plugins.call_timeout_ms),
+        },
+    }
+}
+
+/// What plugins may know when they render: this harness's card, the roster, the standing
+/// participants and the skills index. Never URLs or configuration.
+pub fn prompt_context(config: &Config) -> PromptContext {
+    let card = default_card(&config.server.effective_base_url());
+    PromptContext {
+        self_card: AgentEntry {
+            id: "self".to_string(),
+            name: card.name,
+            description: card.description,
+            skills: card
+                .skills
+                .into_iter()
+                .map(|s| SkillSummary {
+                    name: s.name,
+                    description: s.description,
+                })
+                .collect(),
+        },
+        agents: Vec::new(),
+        participants: config
+            .participants
+            .iter()
+            .map(|p| PluginParticipant {
+                id: p.id.clone(),
+                kind: p.kind.as_str().to_string(),
+                role: p.role.as_str().to_string(),
+                display_name: p.display_name.clone(),
+            })
+            .collect(),
+        skills: Vec::new(),
     }
 }
 

@@ -239,3 +239,58 @@ async fn a_task_killed_mid_turn_finishes_after_restart_without_repeating_a_recor
         "only the unrecorded second call was made again"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("script.toml"),
+        "[[reply]]\ntext = \"finished after the signal\"\ndelay_ms = 1500\n",
+    )
+    .unwrap();
+    let config = write_config(
+        dir.path(),
+        "[server]\nbind = \"127.0.0.1:0\"\n[model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n[store]\npath = \"harness.db\"\n",
+    );
+    let (mut child, base) = spawn_harness(&config);
+    let request = tokio::spawn({
+        let base = base.clone();
+        async move {
+            rpc(
+                &base,
+                "SendMessage",
+                json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "work"}]}}),
+            )
+            .await
+        }
+    });
+    // Wait until the task is being worked, then ask the process to stop.
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let listed = rpc(&base, "ListTasks", json!({})).await;
+            if listed["result"]["tasks"][0]["status"]["state"] == "TASK_STATE_WORKING" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the task started");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let response = tokio::time::timeout(Duration::from_secs(20), request)
+        .await
+        .expect("the in-flight request finished")
+        .unwrap();
+    assert_eq!(
+        response["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{response}"
+    );
+    let exit = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(exit.success(), "the harness exited with {exit}");
+}

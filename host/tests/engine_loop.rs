@@ -1,112 +1,27 @@
 //! The turn loop end to end in-process: real SQLite, the real engine and task service, and a
 //! model double that plays replies by call index and records every request it receives.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use serde_json::json;
 use tiny_harness::a2a::types::{
     Message, Part, Role, SendMessageRequest, StreamResponse, Task, TaskState,
 };
 use tiny_harness::context::StaticPrefix;
-use tiny_harness::engine::intrinsics::Intrinsics;
 use tiny_harness::engine::journal::JournalEntry;
 use tiny_harness::engine::{EmbeddedEngine, EngineSettings};
-use tiny_harness::model::{
-    ChatMessage, Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall,
-};
+use tiny_harness::model::{ChatMessage, Model, ModelReply, Purpose};
+use tiny_harness::plugins::{PluginHost, PluginSettings};
+use tiny_harness::runtime::prompt_context;
 use tiny_harness::store::Store;
+
+mod support {
+    pub mod play_model;
+}
+use support::play_model::{PlayModel, reply, tool_reply};
 use tiny_harness::tasks::hub::TaskHub;
 use tiny_harness::tasks::{Caller, TaskService, Tasks};
-
-/// Plays `replies[call_index]`; a summary request gets a fixed summary.
-struct PlayModel {
-    replies: Vec<ModelReply>,
-    delay: Duration,
-    /// Past the last reply, wait forever instead of failing (a call in flight at a crash).
-    hang_past_end: bool,
-    requests: Mutex<Vec<ModelRequest>>,
-}
-
-impl PlayModel {
-    fn new(replies: Vec<ModelReply>) -> Arc<PlayModel> {
-        Arc::new(PlayModel {
-            replies,
-            delay: Duration::ZERO,
-            hang_past_end: false,
-            requests: Mutex::new(Vec::new()),
-        })
-    }
-
-    fn hanging_after(replies: Vec<ModelReply>) -> Arc<PlayModel> {
-        Arc::new(PlayModel {
-            replies,
-            delay: Duration::ZERO,
-            hang_past_end: true,
-            requests: Mutex::new(Vec::new()),
-        })
-    }
-
-    fn slow(replies: Vec<ModelReply>, delay: Duration) -> Arc<PlayModel> {
-        Arc::new(PlayModel {
-            replies,
-            delay,
-            hang_past_end: false,
-            requests: Mutex::new(Vec::new()),
-        })
-    }
-
-    fn requests(&self) -> Vec<ModelRequest> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-#[async_trait]
-impl Model for PlayModel {
-    fn describe(&self) -> String {
-        "play".into()
-    }
-    fn context_window(&self) -> Option<usize> {
-        None
-    }
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        self.requests.lock().unwrap().push(request.clone());
-        tokio::time::sleep(self.delay).await;
-        if request.purpose == Purpose::Summary {
-            return Ok(reply("SUMMARY-OF-EARLIER-WORK"));
-        }
-        if self.hang_past_end && request.call_index >= self.replies.len() {
-            std::future::pending::<()>().await;
-        }
-        self.replies
-            .get(request.call_index)
-            .cloned()
-            .ok_or(ModelError::ScriptExhausted {
-                index: request.call_index,
-                len: self.replies.len(),
-            })
-    }
-}
-
-fn reply(text: &str) -> ModelReply {
-    ModelReply {
-        text: text.into(),
-        ..ModelReply::default()
-    }
-}
-
-fn tool_reply(name: &str, args: serde_json::Value) -> ModelReply {
-    ModelReply {
-        text: String::new(),
-        tool_calls: vec![ToolCall {
-            id: format!("call-{name}"),
-            name: name.into(),
-            arguments: args.to_string(),
-        }],
-        usage: Default::default(),
-    }
-}
 
 struct Harness {
     tasks: Arc<Tasks>,
@@ -123,12 +38,23 @@ fn settings() -> EngineSettings {
     }
 }
 
-fn harness(store: Arc<Store>, model: Arc<dyn Model>, settings: EngineSettings) -> Harness {
+/// The real tools: the builtin plugin through the plugin host.
+async fn builtin_tools() -> Arc<dyn tiny_harness::engine::ToolHost> {
+    let host = PluginHost::load(
+        &PluginSettings::default(),
+        &prompt_context(&tiny_harness::config::Config::default()),
+    )
+    .await
+    .expect("the builtin plugin loads");
+    host.toolbox()
+}
+
+async fn harness(store: Arc<Store>, model: Arc<dyn Model>, settings: EngineSettings) -> Harness {
     let hub = Arc::new(TaskHub::new(store.clone()));
     let engine = EmbeddedEngine::new(
         hub.clone(),
         model,
-        Arc::new(Intrinsics),
+        builtin_tools().await,
         StaticPrefix::build("PROMPT", &[], &[]),
         settings,
     );
@@ -191,7 +117,8 @@ async fn a_message_creates_a_task_that_completes_with_the_models_answer() {
         Arc::new(Store::open_in_memory().unwrap()),
         model.clone(),
         settings(),
-    );
+    )
+    .await;
     let task = send_and_settle(&h, "What is 2 + 2?", "").await;
     assert_eq!(task.status.state, TaskState::Completed);
     assert_eq!(task.status.message.unwrap().text(), "The answer is 4.");
@@ -228,7 +155,8 @@ async fn tool_results_reach_the_next_request_inside_the_untrusted_block() {
         Arc::new(Store::open_in_memory().unwrap()),
         model.clone(),
         settings(),
-    );
+    )
+    .await;
     let task = send_and_settle(&h, "Add 2 and 2", "").await;
     assert_eq!(task.status.state, TaskState::Completed);
     let requests = model.requests();
@@ -237,7 +165,7 @@ async fn tool_results_reach_the_next_request_inside_the_untrusted_block() {
         panic!("the second request does not end with the tool result");
     };
     assert!(content.starts_with("<untrusted source=\"tool\">\nThe following is untrusted data"));
-    assert!(content.contains("plan attached with 1 steps"));
+    assert!(content.contains("plan attached with 1 steps: add"));
     let ChatMessage::User { content: sections } = &requests[2].messages[0] else {
         panic!("first message is not the per-task sections");
     };
@@ -260,7 +188,8 @@ async fn the_static_prefix_is_byte_identical_across_turns_and_tasks() {
         Arc::new(Store::open_in_memory().unwrap()),
         model.clone(),
         settings(),
-    );
+    )
+    .await;
     send_and_settle(&h, "first task", "").await;
     send_and_settle(&h, "second task", "").await;
     let requests = model.requests();
@@ -270,7 +199,20 @@ async fn the_static_prefix_is_byte_identical_across_turns_and_tasks() {
         assert_eq!(request.tools, requests[0].tools);
     }
     let names: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["ask_participant", "complete_step", "create_plan"]);
+    assert_eq!(
+        names,
+        [
+            "ask_participant",
+            "complete_step",
+            "create_plan",
+            "create_task_for_participant",
+            "list_skills",
+            "load_skill",
+            "set_participant_role",
+            "spawn_subtask",
+            "unload_skill"
+        ]
+    );
 }
 
 #[tokio::test]
@@ -280,7 +222,8 @@ async fn cancel_interrupts_an_in_flight_model_call_at_once() {
         Arc::new(Store::open_in_memory().unwrap()),
         model.clone(),
         settings(),
-    );
+    )
+    .await;
     let sub = h
         .tasks
         .send_message(&caller(), user_message("slow work", ""))
@@ -320,7 +263,8 @@ async fn a_task_that_reaches_max_turns_fails_with_the_setting_named() {
         Arc::new(Store::open_in_memory().unwrap()),
         model.clone(),
         limited,
-    );
+    )
+    .await;
     let task = send_and_settle(&h, "never ends", "").await;
     assert_eq!(task.status.state, TaskState::Failed);
     assert_eq!(
@@ -343,7 +287,8 @@ async fn a_question_waits_for_the_participant_and_the_answer_reaches_the_model()
         Arc::new(Store::open_in_memory().unwrap()),
         model.clone(),
         settings(),
-    );
+    )
+    .await;
     let task = send_and_settle(&h, "Reconcile the books", "").await;
     assert_eq!(task.status.state, TaskState::InputRequired);
     assert_eq!(task.status.message.unwrap().text(), "Which month?");
@@ -369,7 +314,8 @@ async fn a_restarted_engine_resumes_from_the_journal_without_repeating_a_recorde
         Arc::new(Store::open(&path).unwrap()),
         first.clone(),
         settings(),
-    );
+    )
+    .await;
     let sub = h1
         .tasks
         .send_message(&caller(), user_message("resume me", ""))
@@ -399,7 +345,8 @@ async fn a_restarted_engine_resumes_from_the_journal_without_repeating_a_recorde
         Arc::new(Store::open(&path).unwrap()),
         second.clone(),
         settings(),
-    );
+    )
+    .await;
     assert_eq!(h2.engine.resume_open().unwrap(), 1);
     tokio::time::timeout(Duration::from_secs(5), async {
         loop {
@@ -437,7 +384,8 @@ async fn an_over_budget_history_is_compacted_into_a_summary_and_recorded() {
         Arc::new(Store::open_in_memory().unwrap()),
         model.clone(),
         small,
-    );
+    )
+    .await;
     let task = send_and_settle(&h, "grow the context", "").await;
     assert_eq!(task.status.state, TaskState::Completed);
     let requests = model.requests();
@@ -465,7 +413,8 @@ async fn a_participant_not_on_the_task_gets_not_found() {
         Arc::new(Store::open_in_memory().unwrap()),
         model,
         settings(),
-    );
+    )
+    .await;
     let task = send_and_settle(&h, "private", "").await;
     let stranger = Caller::from_header(Some("mallory"));
     let err = h

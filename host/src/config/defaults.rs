@@ -45,6 +45,18 @@ pub(super) fn max_turns() -> u32 {
     50
 }
 
+pub(super) fn plugin_memory_mb() -> u32 {
+    64
+}
+
+pub(super) fn plugin_call_timeout_ms() -> u64 {
+    1000
+}
+
+pub(super) fn plugin_cache_dir() -> PathBuf {
+    PathBuf::from(".tiny-harness/cache")
+}
+
 /// The model used by the embedded default: OpenAI-compatible when `OPENAI_API_KEY` or
 /// `OPENAI_BASE_URL` is set (which covers Ollama, vLLM and llama.cpp server too), otherwise none.
 /// `OPENAI_MODEL` names the model; it defaults to `gpt-4o-mini`.

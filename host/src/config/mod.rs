@@ -49,6 +49,8 @@ pub struct Config {
     pub context: ContextConfig,
     #[serde(default)]
     pub limits: LimitsConfig,
+    #[serde(default)]
+    pub plugins: PluginsConfig,
     /// People and agents the harness knows, listed in every context's `participants` section.
     #[serde(default)]
     pub participants: Vec<ParticipantConfig>,
@@ -215,6 +217,36 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             max_turns: defaults::max_turns(),
+        }
+    }
+}
+
+/// `[plugins]`: where plugins come from and the sandbox they run in.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginsConfig {
+    /// The plugins folder, relative to the configuration file. When not set, `plugins` is used
+    /// if it exists.
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+    /// Memory one plugin call may use.
+    #[serde(default = "defaults::plugin_memory_mb")]
+    pub memory_mb: u32,
+    /// CPU time one plugin call may take.
+    #[serde(default = "defaults::plugin_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    /// Where compiled plugins are cached, relative to the configuration file.
+    #[serde(default = "defaults::plugin_cache_dir")]
+    pub cache_dir: PathBuf,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        PluginsConfig {
+            dir: None,
+            memory_mb: defaults::plugin_memory_mb(),
+            call_timeout_ms: defaults::plugin_call_timeout_ms(),
+            cache_dir: defaults::plugin_cache_dir(),
         }
     }
 }

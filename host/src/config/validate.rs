@@ -117,6 +117,18 @@ fn validate_context(config: &Config) -> Result<(), ConfigError> {
             "must be a number in (0, 1], e.g. 0.75",
         ));
     }
+    if !(1..=4096).contains(&config.plugins.memory_mb) {
+        return Err(ConfigError::invalid(
+            "plugins.memory_mb",
+            "must be between 1 and 4096",
+        ));
+    }
+    if !(10..=600_000).contains(&config.plugins.call_timeout_ms) {
+        return Err(ConfigError::invalid(
+            "plugins.call_timeout_ms",
+            "must be between 10 and 600000",
+        ));
+    }
     if config.limits.max_turns == 0 {
         return Err(ConfigError::invalid(
             "limits.max_turns",

@@ -2,10 +2,8 @@
 //! estimate and compaction.
 
 pub mod compaction;
-pub mod prompt;
 pub mod sections;
 pub mod window;
 
-pub use prompt::{DefaultPrompt, PromptSource};
 pub use sections::{SkillEntry, UNTRUSTED_PREAMBLE, section, untrusted};
 pub use window::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};

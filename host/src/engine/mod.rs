@@ -2,8 +2,8 @@
 //! model call → tool calls → record), journaled step by step so that a restart resumes every
 //! open task without repeating a recorded step.
 
+pub mod effects;
 pub mod embedded;
-pub mod intrinsics;
 pub mod journal;
 pub mod tools;
 mod turn;

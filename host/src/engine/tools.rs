@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ToolCall, ToolSpec};
-use crate::tasks::extension::Plan;
+use crate::tasks::extension::{Plan, Role};
 use crate::tasks::record::TaskRecord;
 
 /// A tool error as the model reads it: `[code] message`. Codes are stable.
@@ -42,6 +42,8 @@ pub enum Effect {
         #[serde(default)]
         options: Vec<String>,
     },
+    /// Change a participant's role.
+    SetRole { participant_id: String, role: Role },
 }
 
 /// What a tool call produced.

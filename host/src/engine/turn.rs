@@ -364,6 +364,19 @@ fn apply_effects(
                 tx.append_message(&record.id, &message)?;
                 set_status(record, TaskState::InputRequired, Some(message));
             }
+            Effect::SetRole {
+                participant_id,
+                role,
+            } => {
+                if let Some(participant) = record
+                    .ext
+                    .participants
+                    .iter_mut()
+                    .find(|p| &p.id == participant_id)
+                {
+                    participant.role = *role;
+                }
+            }
         }
     }
     Ok(())

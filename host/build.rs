@@ -1,0 +1,52 @@
+//! Builds the builtin plugin (`builtin/`, a Rust component for `wasm32-wasip2`) so the harness
+//! binary embeds it: `cargo install` then gives a working harness with no files beside it.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let root = manifest_dir.join("..");
+    for watched in [
+        "builtin/src",
+        "builtin/Cargo.toml",
+        "builtin/Cargo.lock",
+        "plugins/sdk-rust/src",
+        "plugins/sdk-rust/Cargo.toml",
+        "wit",
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
+    let target_dir = out_dir.join("builtin-target");
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let status = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--manifest-path",
+        ])
+        .arg(root.join("builtin/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir)
+        // The outer build's settings are for the host target, not this one.
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_PROFILE_RELEASE_DEBUG")
+        .status()
+        .expect("cannot run cargo to build the builtin plugin");
+    if !status.success() {
+        panic!(
+            "building the builtin plugin for wasm32-wasip2 failed; if the target is missing, run \
+             `rustup target add wasm32-wasip2`"
+        );
+    }
+    let built = target_dir.join("wasm32-wasip2/release/tiny_harness_builtin.wasm");
+    std::fs::copy(&built, out_dir.join("builtin.wasm"))
+        .unwrap_or_else(|err| panic!("cannot copy {}: {err}", built.display()));
+}

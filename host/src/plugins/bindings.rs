@@ -1,0 +1,13 @@
+//! The one place the plugin contract (`wit/plugin.wit`) becomes Rust: host traits to implement
+//! and typed calls into guests. Every function is async so a guest can yield to the executor
+//! (epoch interruption) and a host function can do I/O.
+
+wasmtime::component::bindgen!({
+    world: "harness-plugin",
+    path: "../wit",
+    imports: { default: async },
+    exports: { default: async },
+});
+
+pub use tiny_harness::plugin::host;
+pub use tiny_harness::plugin::types;

@@ -1,0 +1,153 @@
+//! The host functions a plugin may call. Each task effect is checked against the task whose tool
+//! call is in flight and recorded; the engine applies the recorded effects only if the call as a
+//! whole succeeds. Outside a call (start-up) every effect fails with `host.no_task`.
+
+use super::bindings::host::{self, Level, StepInput, SubtaskBrief, SubtaskRef};
+use super::bindings::types::{self, ToolError as WitToolError};
+use super::sandbox::StoreData;
+use crate::engine::effects::{self, StepRequest};
+use crate::engine::tools::{Effect, ToolError};
+use crate::tasks::record::TaskRecord;
+
+/// The longest log line a plugin may write; longer ones are cut, so a plugin cannot flood logs.
+pub const MAX_LOG_CHARS: usize = 2_000;
+/// Effects one call may request: enough for any honest tool, a bound for a runaway one.
+pub const MAX_EFFECTS_PER_CALL: usize = 64;
+
+/// The state of one `invoke`: the task as it was when the call began, and the effects accepted
+/// so far.
+#[derive(Debug, Clone)]
+pub struct CallState {
+    pub record: TaskRecord,
+    pub effects: Vec<Effect>,
+}
+
+fn to_wit(err: ToolError) -> WitToolError {
+    WitToolError {
+        code: err.code,
+        message: err.message,
+    }
+}
+
+fn wit_error(code: &str, message: impl Into<String>) -> WitToolError {
+    WitToolError {
+        code: code.to_string(),
+        message: message.into(),
+    }
+}
+
+impl StoreData {
+    /// Checks and records one effect of the call in flight.
+    fn effect(
+        &mut self,
+        check: impl FnOnce(&TaskRecord, &[Effect]) -> Result<Effect, ToolError>,
+    ) -> Result<(), WitToolError> {
+        let Some(call) = self.call.as_mut() else {
+            return Err(wit_error(
+                "host.no_task",
+                "task effects are only available while a tool call runs",
+            ));
+        };
+        if call.effects.len() >= MAX_EFFECTS_PER_CALL {
+            return Err(wit_error(
+                "host.too_many_effects",
+                format!("one call may request at most {MAX_EFFECTS_PER_CALL} effects"),
+            ));
+        }
+        let effect = check(&call.record, &call.effects).map_err(to_wit)?;
+        call.effects.push(effect);
+        Ok(())
+    }
+}
+
+impl types::Host for StoreData {}
+
+impl host::Host for StoreData {
+    async fn log(&mut self, level: Level, message: String) {
+        let message: String = message.chars().take(MAX_LOG_CHARS).collect();
+        let plugin = self.plugin.as_str();
+        match level {
+            Level::Debug => tracing::debug!(plugin, "{message}"),
+            Level::Info => tracing::info!(plugin, "{message}"),
+            Level::Warn => tracing::warn!(plugin, "{message}"),
+            Level::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+
+    async fn attach_plan(&mut self, steps: Vec<StepInput>) -> Result<Vec<String>, WitToolError> {
+        let requests: Vec<StepRequest> = steps
+            .into_iter()
+            .map(|s| StepRequest {
+                name: s.name,
+                description: s.description,
+                depends_on: s.depends_on,
+            })
+            .collect();
+        let plan = effects::plan_from_steps(&requests).map_err(to_wit)?;
+        let ids = plan.steps.iter().map(|s| s.id.clone()).collect();
+        self.effect(|_, _| Ok(Effect::AttachPlan { plan }))?;
+        Ok(ids)
+    }
+
+    async fn complete_step(&mut self, step: String, output: String) -> Result<(), WitToolError> {
+        self.effect(|record, pending| effects::complete_step(record, pending, &step, &output))
+    }
+
+    async fn ask_participant(
+        &mut self,
+        participant_id: String,
+        question: String,
+        options: Vec<String>,
+    ) -> Result<(), WitToolError> {
+        self.effect(|record, _| {
+            effects::ask_participant(record, &participant_id, &question, &options)
+        })
+    }
+
+    async fn spawn_subtask(&mut self, _brief: SubtaskBrief) -> Result<SubtaskRef, WitToolError> {
+        Err(wit_error(
+            "tool.unavailable",
+            "sub-tasks are not available on this harness yet",
+        ))
+    }
+
+    async fn create_task_for_participant(
+        &mut self,
+        _participant_id: String,
+        _name: String,
+        _goal: String,
+        _acceptance_criteria: Vec<String>,
+        _step: Option<String>,
+    ) -> Result<SubtaskRef, WitToolError> {
+        Err(wit_error(
+            "tool.unavailable",
+            "participant tasks are not available on this harness yet",
+        ))
+    }
+
+    async fn set_participant_role(
+        &mut self,
+        participant_id: String,
+        role: String,
+    ) -> Result<(), WitToolError> {
+        self.effect(|record, _| effects::set_participant_role(record, &participant_id, &role))
+    }
+
+    async fn list_skills(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+
+    async fn load_skill(&mut self, name: String) -> Result<String, WitToolError> {
+        Err(wit_error(
+            "skill.invalid",
+            format!("no skill named \"{name}\"; this harness has no skills"),
+        ))
+    }
+
+    async fn unload_skill(&mut self, name: String) -> Result<(), WitToolError> {
+        Err(wit_error(
+            "skill.invalid",
+            format!("skill \"{name}\" is not loaded"),
+        ))
+    }
+}

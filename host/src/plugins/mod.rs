@@ -1,0 +1,199 @@
+//! The plugin host: system-prompt sections and tools come from WebAssembly components
+//! (`wit/plugin.wit`). The builtin plugin is embedded in the binary and loads first; then every
+//! `*.wasm` file in `[plugins] dir`, in file-name order, later plugins winning. Each call runs
+//! in a fresh sandbox (no files, network or environment; a memory cap and a CPU deadline), and a
+//! plugin that fails at a call becomes a `[plugin.failed]` result while the server goes on.
+
+mod bindings;
+mod cache;
+mod compose;
+mod errors;
+mod host_api;
+mod loader;
+mod sandbox;
+mod toolbox;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use bindings::types::{
+    AgentEntry, Participant as PluginParticipant, PromptContext, SkillEntry as PluginSkill,
+    SkillSummary,
+};
+pub use cache::CacheOutcome;
+pub use compose::{MAX_PROMPT_CHARS, MAX_SECTION_CHARS, Prompt, PromptError};
+pub use errors::PluginError;
+pub use sandbox::CallLimits;
+pub use toolbox::Toolbox;
+
+use cache::CompileCache;
+use loader::LoadedPlugin;
+
+/// The builtin plugin, built for `wasm32-wasip2` by `build.rs` and embedded.
+pub const BUILTIN_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/builtin.wasm"));
+/// How the builtin is named in logs and errors.
+pub const BUILTIN_NAME: &str = "builtin";
+/// Plugin files a folder may hold before start-up refuses it, a guard against pointing
+/// `plugins.dir` at the wrong folder.
+pub const MAX_PLUGIN_FILES: usize = 256;
+
+/// Where plugins come from and how they run.
+#[derive(Debug, Clone)]
+pub struct PluginSettings {
+    /// The plugins folder; `None` loads the builtin only.
+    pub dir: Option<PathBuf>,
+    /// Whether a missing folder is an error (it is when the operator named it).
+    pub dir_required: bool,
+    /// Where compiled components are cached; `None` compiles every start.
+    pub cache_dir: Option<PathBuf>,
+    pub limits: CallLimits,
+}
+
+impl Default for PluginSettings {
+    fn default() -> Self {
+        PluginSettings {
+            dir: None,
+            dir_required: false,
+            cache_dir: None,
+            limits: CallLimits {
+                memory_bytes: 64 * 1024 * 1024,
+                deadline: Duration::from_millis(1000),
+            },
+        }
+    }
+}
+
+/// A loaded plugin, as `harness plugins` lists it.
+#[derive(Debug, Clone)]
+pub struct PluginSummary {
+    pub file: String,
+    pub name: String,
+    pub version: String,
+    /// Each section edit as `kind name`.
+    pub sections: Vec<String>,
+    pub tools: Vec<String>,
+    pub cache: CacheOutcome,
+}
+
+/// Every loaded plugin, the composed prompt and the tools.
+pub struct PluginHost {
+    plugins: Vec<Arc<LoadedPlugin>>,
+    prompt: Prompt,
+    toolbox: Arc<Toolbox>,
+}
+
+impl PluginHost {
+    /// Loads the builtin and the folder's plugins, composes the prompt and gathers the tools.
+    /// Any failure stops start-up with an error naming the plugin file.
+    pub async fn load(
+        settings: &PluginSettings,
+        ctx: &PromptContext,
+    ) -> Result<PluginHost, PluginError> {
+        let engine = sandbox::engine().map_err(|err| PluginError::Engine(format!("{err:#}")))?;
+        let linker =
+            loader::linker(&engine).map_err(|err| PluginError::Engine(format!("{err:#}")))?;
+        let cache = CompileCache::new(settings.cache_dir.clone());
+        let mut sources: Vec<(String, Vec<u8>)> =
+            vec![(BUILTIN_NAME.to_string(), BUILTIN_WASM.to_vec())];
+        if let Some(dir) = &settings.dir {
+            sources.extend(read_folder(dir, settings.dir_required)?);
+        }
+        let mut plugins = Vec::with_capacity(sources.len());
+        for (file, bytes) in &sources {
+            plugins.push(
+                loader::load(&engine, &linker, &cache, file, bytes, settings.limits, ctx).await?,
+            );
+        }
+        let mut prompt = Prompt::default();
+        for plugin in &plugins {
+            prompt.apply(&plugin.file, &plugin.sections)?;
+        }
+        let toolbox = Arc::new(Toolbox::new(engine, settings.limits, &plugins)?);
+        Ok(PluginHost {
+            plugins,
+            prompt,
+            toolbox,
+        })
+    }
+
+    /// The composed system prompt.
+    pub fn prompt(&self) -> &Prompt {
+        &self.prompt
+    }
+
+    /// The tools, for the engine.
+    pub fn toolbox(&self) -> Arc<Toolbox> {
+        self.toolbox.clone()
+    }
+
+    /// What each plugin contributed, in load order.
+    pub fn summaries(&self) -> Vec<PluginSummary> {
+        self.plugins
+            .iter()
+            .map(|p| PluginSummary {
+                file: p.file.clone(),
+                name: p.info.name.clone(),
+                version: p.info.version.clone(),
+                sections: p
+                    .sections
+                    .iter()
+                    .map(|s| format!("{} {}", edit_kind(s.kind), s.name))
+                    .collect(),
+                tools: p.tools.iter().map(|t| t.name.clone()).collect(),
+                cache: p.cache,
+            })
+            .collect()
+    }
+}
+
+fn edit_kind(kind: bindings::types::EditKind) -> &'static str {
+    use bindings::types::EditKind;
+    match kind {
+        EditKind::Define => "define",
+        EditKind::Override => "override",
+        EditKind::Extend => "extend",
+        EditKind::Replace => "replace",
+    }
+}
+
+/// The folder's `*.wasm` files, sorted by file name.
+fn read_folder(dir: &Path, required: bool) -> Result<Vec<(String, Vec<u8>)>, PluginError> {
+    let dir_error = |reason: String| PluginError::Dir {
+        path: dir.display().to_string(),
+        reason,
+    };
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound && !required => {
+            return Ok(Vec::new());
+        }
+        Err(err) => return Err(dir_error(err.to_string())),
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|ext| ext == "wasm"))
+        .collect();
+    if files.len() > MAX_PLUGIN_FILES {
+        return Err(dir_error(format!(
+            "{} plugin files; at most {MAX_PLUGIN_FILES}",
+            files.len()
+        )));
+    }
+    files.sort();
+    files
+        .into_iter()
+        .map(|path| {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let bytes = std::fs::read(&path).map_err(|err| PluginError::Load {
+                file: name.clone(),
+                reason: err.to_string(),
+            })?;
+            Ok((name, bytes))
+        })
+        .collect()
+}

@@ -1,0 +1,138 @@
+//! The sandbox every plugin call runs in: one shared wasmtime engine with epoch interruption, a
+//! fresh store per call holding exactly what the guest may reach (an empty WASI context, the
+//! in-flight call's state), a memory cap and a CPU deadline.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::host_api::CallState;
+
+/// How often the epoch advances. A guest is checked against its deadline, and yields to the
+/// executor, this often; 10 ms keeps both cheap and prompt.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Tables and instances a plugin may create: generous for any real component, small enough that
+/// a hostile one cannot use them to exhaust host memory.
+const MAX_TABLE_ELEMENTS: usize = 100_000;
+const MAX_INSTANCES: usize = 100;
+
+/// The limits of one plugin call, from `[plugins]`.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    pub memory_bytes: usize,
+    pub deadline: Duration,
+}
+
+/// Caps a guest's memory and records whether the cap was hit, so the failure can say so.
+pub struct Limiter {
+    memory_bytes: usize,
+    pub memory_denied: Arc<AtomicBool>,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = desired <= self.memory_bytes;
+        if !allowed {
+            self.memory_denied.store(true, Ordering::Relaxed);
+        }
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_INSTANCES
+    }
+}
+
+/// What a guest can reach: WASI with nothing granted, and the state of the call in flight.
+pub struct StoreData {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub limiter: Limiter,
+    /// The plugin's file name, for log lines it writes.
+    pub plugin: String,
+    /// The task effects of an `invoke`; `None` at start-up.
+    pub call: Option<CallState>,
+}
+
+impl WasiView for StoreData {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// The shared engine: async, epoch-interruptible, with a ticker thread that lives as long as the
+/// process.
+pub fn engine() -> wasmtime::Result<Engine> {
+    let mut config = wasmtime::Config::new();
+    config.epoch_interruption(true);
+    config.wasm_component_model(true);
+    let engine = Engine::new(&config)?;
+    let ticker = engine.weak();
+    std::thread::Builder::new()
+        .name("plugin-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = ticker.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .map_err(|err| wasmtime::Error::msg(format!("cannot start the epoch ticker: {err}")))?;
+    Ok(engine)
+}
+
+/// A fresh store for one call. WASI is the default context: no files, no environment, no
+/// arguments, sockets refused, standard streams discarded. The deadline counts from now; past it
+/// the guest traps at its next epoch check, and until then it yields every tick so one busy
+/// plugin never holds an executor thread.
+pub fn store(
+    engine: &Engine,
+    plugin: &str,
+    limits: CallLimits,
+    call: Option<CallState>,
+) -> Store<StoreData> {
+    let data = StoreData {
+        wasi: WasiCtx::builder().build(),
+        table: ResourceTable::new(),
+        limiter: Limiter {
+            memory_bytes: limits.memory_bytes,
+            memory_denied: Arc::new(AtomicBool::new(false)),
+        },
+        plugin: plugin.to_string(),
+        call,
+    };
+    let mut store = Store::new(engine, data);
+    store.limiter(|data| &mut data.limiter);
+    let started = Instant::now();
+    let deadline = limits.deadline;
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        if started.elapsed() >= deadline {
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
+    store
+}

@@ -1,0 +1,237 @@
+//! The union of every plugin's tools, as the engine calls them: names unique, arguments
+//! validated against each tool's JSON Schema before the plugin runs, every call in a fresh
+//! sandbox, and a failure of any kind turned into a `[plugin.failed]` result for the model.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use wasmtime::Engine;
+
+use super::errors::{PluginError, describe_failure};
+use super::host_api::CallState;
+use super::loader::LoadedPlugin;
+use super::sandbox::{CallLimits, store};
+use crate::engine::tools::{ToolContext, ToolHost, ToolOutcome};
+use crate::model::{ToolCall, ToolSpec};
+
+/// Tools one plugin may define.
+pub const MAX_TOOLS_PER_PLUGIN: usize = 64;
+/// A tool description longer than this is refused: it is sent on every turn.
+pub const MAX_TOOL_DESCRIPTION_CHARS: usize = 4_000;
+/// A tool's schema longer than this is refused, for the same reason.
+pub const MAX_SCHEMA_CHARS: usize = 16_000;
+/// A result longer than this is cut (and marked) before the model reads it.
+pub const MAX_RESULT_CHARS: usize = 32_000;
+/// Time beyond the guest deadline allowed for instantiation and host functions before the call
+/// is abandoned anyway.
+const CALL_GRACE: Duration = Duration::from_secs(2);
+
+struct Entry {
+    plugin: Arc<LoadedPlugin>,
+    validator: jsonschema::Validator,
+}
+
+/// Every plugin's tools.
+pub struct Toolbox {
+    engine: Engine,
+    limits: CallLimits,
+    entries: HashMap<String, Entry>,
+    specs: Vec<ToolSpec>,
+}
+
+impl Toolbox {
+    /// Gathers the plugins' tools, checking names, sizes and schemas.
+    pub fn new(
+        engine: Engine,
+        limits: CallLimits,
+        plugins: &[Arc<LoadedPlugin>],
+    ) -> Result<Toolbox, PluginError> {
+        let mut entries: HashMap<String, Entry> = HashMap::new();
+        let mut specs = Vec::new();
+        for plugin in plugins {
+            let refuse = |reason: String| PluginError::Contribution {
+                file: plugin.file.clone(),
+                reason,
+            };
+            if plugin.tools.len() > MAX_TOOLS_PER_PLUGIN {
+                return Err(refuse(format!(
+                    "defines {} tools; at most {MAX_TOOLS_PER_PLUGIN}",
+                    plugin.tools.len()
+                )));
+            }
+            for tool in &plugin.tools {
+                check_name(&tool.name).map_err(&refuse)?;
+                if tool.description.chars().count() > MAX_TOOL_DESCRIPTION_CHARS {
+                    return Err(refuse(format!(
+                        "tool {}: description longer than {MAX_TOOL_DESCRIPTION_CHARS} characters",
+                        tool.name
+                    )));
+                }
+                if tool.parameters.chars().count() > MAX_SCHEMA_CHARS {
+                    return Err(refuse(format!(
+                        "tool {}: parameters schema longer than {MAX_SCHEMA_CHARS} characters",
+                        tool.name
+                    )));
+                }
+                let schema: Value = serde_json::from_str(&tool.parameters).map_err(|err| {
+                    refuse(format!("tool {}: parameters is not JSON: {err}", tool.name))
+                })?;
+                if schema.get("type").and_then(Value::as_str) != Some("object") {
+                    return Err(refuse(format!(
+                        "tool {}: parameters must be a JSON Schema with \"type\": \"object\"",
+                        tool.name
+                    )));
+                }
+                let validator = jsonschema::validator_for(&schema).map_err(|err| {
+                    refuse(format!("tool {}: invalid JSON Schema: {err}", tool.name))
+                })?;
+                if let Some(existing) = entries.get(&tool.name) {
+                    return Err(PluginError::ToolClash {
+                        tool: tool.name.clone(),
+                        first: existing.plugin.file.clone(),
+                        second: plugin.file.clone(),
+                    });
+                }
+                specs.push(ToolSpec {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    parameters: schema,
+                });
+                entries.insert(
+                    tool.name.clone(),
+                    Entry {
+                        plugin: plugin.clone(),
+                        validator,
+                    },
+                );
+            }
+        }
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(Toolbox {
+            engine,
+            limits,
+            entries,
+            specs,
+        })
+    }
+
+    /// The plugin file that provides a tool.
+    pub fn provider(&self, tool: &str) -> Option<&str> {
+        self.entries.get(tool).map(|e| e.plugin.file.as_str())
+    }
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "\"{name}\" is not a tool name (letters, digits, _ and -, at most 64)"
+        ))
+    }
+}
+
+fn cut(text: String) -> String {
+    if text.chars().count() <= MAX_RESULT_CHARS {
+        return text;
+    }
+    let mut out: String = text.chars().take(MAX_RESULT_CHARS).collect();
+    out.push('…');
+    out
+}
+
+#[async_trait]
+impl ToolHost for Toolbox {
+    fn definitions(&self) -> Vec<ToolSpec> {
+        self.specs.clone()
+    }
+
+    async fn invoke(&self, context: &ToolContext<'_>, call: &ToolCall) -> ToolOutcome {
+        let Some(entry) = self.entries.get(&call.name) else {
+            let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
+            return ToolOutcome::error(
+                "tool.not_found",
+                format!(
+                    "no tool named \"{}\"; tools: {}",
+                    call.name,
+                    names.join(", ")
+                ),
+            );
+        };
+        let arguments: Value = match serde_json::from_str(&call.arguments) {
+            Ok(value) => value,
+            Err(err) => {
+                return ToolOutcome::error(
+                    "tool.invalid_arguments",
+                    format!("{}: arguments are not JSON: {err}", call.name),
+                );
+            }
+        };
+        let problems: Vec<String> = entry
+            .validator
+            .iter_errors(&arguments)
+            .take(3)
+            .map(|err| {
+                let at = err.instance_path.to_string();
+                if at.is_empty() {
+                    err.to_string()
+                } else {
+                    format!("{at}: {err}")
+                }
+            })
+            .collect();
+        if !problems.is_empty() {
+            return ToolOutcome::error(
+                "tool.invalid_arguments",
+                format!("{}: {}", call.name, problems.join("; ")),
+            );
+        }
+        let plugin = &entry.plugin;
+        let state = CallState {
+            record: context.record.clone(),
+            effects: Vec::new(),
+        };
+        let mut store = store(&self.engine, &plugin.file, self.limits, Some(state));
+        let arguments_text = arguments.to_string();
+        let run = async {
+            let instance = plugin.pre.instantiate_async(&mut store).await?;
+            instance
+                .tiny_harness_plugin_plugin()
+                .call_invoke(&mut store, &call.name, &arguments_text)
+                .await
+        };
+        let outcome = tokio::time::timeout(self.limits.deadline + CALL_GRACE, run).await;
+        let failed = |reason: String| {
+            tracing::warn!(plugin = %plugin.file, tool = %call.name, "plugin call failed: {reason}");
+            ToolOutcome::error(
+                "plugin.failed",
+                format!("plugin {} failed in {}: {reason}", plugin.file, call.name),
+            )
+        };
+        match outcome {
+            Err(_) => failed(format!(
+                "it did not finish within {} ms",
+                (self.limits.deadline + CALL_GRACE).as_millis()
+            )),
+            Ok(Err(err)) => failed(describe_failure(&err, store.data(), self.limits)),
+            Ok(Ok(Err(tool_error))) => ToolOutcome::error(&tool_error.code, tool_error.message),
+            Ok(Ok(Ok(text))) => ToolOutcome {
+                result: Ok(cut(text)),
+                effects: store
+                    .data_mut()
+                    .call
+                    .take()
+                    .map(|c| c.effects)
+                    .unwrap_or_default(),
+            },
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! The plugin host with real components through wasmtime: the builtin alone, plugins that
+//! override and extend sections (golden prompts), start-up errors naming the plugin file, the
+//! sandbox (traps, deadlines, memory, files, environment), schema validation and the compile
+//! cache.
+
+mod support {
+    pub mod fixtures;
+}
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::fixtures;
+use tiny_harness::a2a::types::TaskStatus;
+use tiny_harness::config::Config;
+use tiny_harness::engine::{ToolContext, ToolHost, ToolOutcome};
+use tiny_harness::model::ToolCall;
+use tiny_harness::plugins::{CacheOutcome, CallLimits, PluginHost, PluginSettings};
+use tiny_harness::runtime::prompt_context;
+use tiny_harness::tasks::extension::TaskExtension;
+use tiny_harness::tasks::record::TaskRecord;
+
+fn settings(dir: Option<&std::path::Path>) -> PluginSettings {
+    PluginSettings {
+        dir: dir.map(|d| d.to_path_buf()),
+        dir_required: true,
+        cache_dir: None,
+        limits: CallLimits {
+            memory_bytes: 64 * 1024 * 1024,
+            deadline: Duration::from_millis(1000),
+        },
+    }
+}
+
+async fn load(dir: Option<&std::path::Path>) -> Result<PluginHost, String> {
+    PluginHost::load(&settings(dir), &prompt_context(&Config::default()))
+        .await
+        .map_err(|err| err.to_string())
+}
+
+fn record() -> TaskRecord {
+    TaskRecord {
+        id: "t".into(),
+        context_id: "c".into(),
+        status: TaskStatus::default(),
+        artifacts: vec![],
+        metadata: Default::default(),
+        ext: TaskExtension::from_text("goal"),
+        owner: "user".into(),
+    }
+}
+
+async fn call(host: &PluginHost, name: &str, arguments: serde_json::Value) -> ToolOutcome {
+    host.toolbox()
+        .invoke(
+            &ToolContext { record: &record() },
+            &ToolCall {
+                id: "c1".into(),
+                name: name.into(),
+                arguments: arguments.to_string(),
+            },
+        )
+        .await
+}
+
+#[tokio::test]
+async fn the_builtin_alone_gives_the_default_prompt_and_the_intrinsic_tools() {
+    let host = load(None).await.unwrap();
+    assert_eq!(
+        host.prompt().render(),
+        include_str!("golden/default_prompt.md").trim_end()
+    );
+    let tools: Vec<String> = host
+        .toolbox()
+        .definitions()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "ask_participant",
+            "complete_step",
+            "create_plan",
+            "create_task_for_participant",
+            "list_skills",
+            "load_skill",
+            "set_participant_role",
+            "spawn_subtask",
+            "unload_skill"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn plugins_override_and_extend_sections_in_file_name_order() {
+    let dir = fixtures::folder(&[
+        ("extend-rules", "20-extend.wasm"),
+        ("override-role", "10-override.wasm"),
+    ]);
+    let host = load(Some(dir.path())).await.unwrap();
+    assert_eq!(
+        host.prompt().render(),
+        include_str!("golden/prompt_with_plugins.md").trim_end()
+    );
+    let files: Vec<String> = host.summaries().into_iter().map(|s| s.file).collect();
+    assert_eq!(files, ["builtin", "10-override.wasm", "20-extend.wasm"]);
+}
+
+#[tokio::test]
+async fn an_edit_of_a_missing_section_stops_start_up_naming_the_plugin() {
+    let dir = fixtures::folder(&[("bad-section", "30-bad.wasm")]);
+    let err = load(Some(dir.path())).await.err().unwrap();
+    assert_eq!(
+        err,
+        "prompt.invalid: plugin 30-bad.wasm: there is no section \"tone\" to extend; sections: role, task, participants, tools, skills, agents, rules"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_name_defined_twice_names_both_files() {
+    let dir = fixtures::folder(&[("zoo", "a.wasm"), ("zoo", "b.wasm")]);
+    let err = load(Some(dir.path())).await.err().unwrap();
+    assert_eq!(
+        err,
+        "tool \"zoo_echo\" is defined by both a.wasm and b.wasm; tool names must be unique"
+    );
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_component_stops_start_up_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("junk.wasm"), b"not wasm at all").unwrap();
+    let err = load(Some(dir.path())).await.err().unwrap();
+    assert!(
+        err.starts_with("plugin junk.wasm: cannot load: not a valid component"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_named_plugins_folder_that_does_not_exist_is_an_error() {
+    let err = load(Some(std::path::Path::new("/nonexistent/plugins")))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        err.starts_with("plugins.dir: cannot read /nonexistent/plugins"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_tool_runs_and_its_host_errors_reach_the_model() {
+    let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    let host = load(Some(dir.path())).await.unwrap();
+    let echo = call(&host, "zoo_echo", json!({"text": "hi"})).await;
+    assert_eq!(echo.text(), "echo: {\"text\":\"hi\"}");
+    let step = call(&host, "zoo_step", json!({})).await;
+    assert_eq!(
+        step.text(),
+        "[plan.missing] there is no plan; create one with create_plan"
+    );
+    assert!(step.effects.is_empty());
+}
+
+#[tokio::test]
+async fn arguments_are_validated_against_the_schema_before_the_plugin_runs() {
+    let host = load(None).await.unwrap();
+    let outcome = call(&host, "create_plan", json!({"steps": []})).await;
+    assert!(
+        outcome
+            .text()
+            .starts_with("[tool.invalid_arguments] create_plan: /steps: []"),
+        "{}",
+        outcome.text()
+    );
+    let unknown = call(&host, "fly", json!({})).await;
+    assert!(
+        unknown
+            .text()
+            .starts_with("[tool.not_found] no tool named \"fly\"; tools: ask_participant"),
+        "{}",
+        unknown.text()
+    );
+}
+
+#[tokio::test]
+async fn a_trap_a_spin_and_a_memory_hog_each_fail_clearly_within_the_deadline() {
+    let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    let host = load(Some(dir.path())).await.unwrap();
+    let trap = call(&host, "zoo_trap", json!({})).await;
+    assert!(
+        trap.text()
+            .starts_with("[plugin.failed] plugin zoo.wasm failed in zoo_trap: it trapped"),
+        "{}",
+        trap.text()
+    );
+    let started = Instant::now();
+    let spin = call(&host, "zoo_spin", json!({})).await;
+    assert_eq!(
+        spin.text(),
+        "[plugin.failed] plugin zoo.wasm failed in zoo_spin: it ran past its 1000 ms deadline (plugins.call_timeout_ms)"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the deadline was not enforced"
+    );
+    let hog = call(&host, "zoo_hog", json!({})).await;
+    assert_eq!(
+        hog.text(),
+        "[plugin.failed] plugin zoo.wasm failed in zoo_hog: it tried to use more than 64 MiB of memory (plugins.memory_mb)"
+    );
+    // The same plugin still works after each failure: every call gets a fresh instance.
+    assert!(call(&host, "zoo_echo", json!({})).await.result.is_ok());
+}
+
+#[tokio::test]
+async fn a_plugin_sees_no_files_and_no_environment() {
+    let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    let host = load(Some(dir.path())).await.unwrap();
+    let file = call(&host, "zoo_read_file", json!({})).await;
+    assert!(file.text().starts_with("no file:"), "{}", file.text());
+    assert_eq!(
+        call(&host, "zoo_env", json!({})).await.text(),
+        "env vars: 0"
+    );
+}
+
+#[tokio::test]
+async fn a_spinning_plugin_does_not_stop_other_calls() {
+    let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    let mut long = settings(Some(dir.path()));
+    long.limits.deadline = Duration::from_secs(5);
+    let host = PluginHost::load(&long, &prompt_context(&Config::default()))
+        .await
+        .unwrap();
+    let spin_done = std::sync::atomic::AtomicBool::new(false);
+    let spin = async {
+        let outcome = call(&host, "zoo_spin", json!({})).await;
+        spin_done.store(true, std::sync::atomic::Ordering::SeqCst);
+        outcome
+    };
+    let others = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for _ in 0..5 {
+            assert!(call(&host, "zoo_echo", json!({})).await.result.is_ok());
+        }
+        spin_done.load(std::sync::atomic::Ordering::SeqCst)
+    };
+    let (spun, spin_finished_first) = tokio::join!(spin, others);
+    assert!(spun.text().contains("deadline"), "{}", spun.text());
+    assert!(
+        !spin_finished_first,
+        "the echo calls had to wait for the spinning plugin"
+    );
+}
+
+#[tokio::test]
+async fn a_restart_loads_compiled_plugins_from_the_cache() {
+    let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    let cache = tempfile::tempdir().unwrap();
+    let mut with_cache = settings(Some(dir.path()));
+    with_cache.cache_dir = Some(cache.path().to_path_buf());
+    let ctx = prompt_context(&Config::default());
+    let first = PluginHost::load(&with_cache, &ctx).await.unwrap();
+    assert!(
+        first
+            .summaries()
+            .iter()
+            .all(|s| s.cache == CacheOutcome::Miss)
+    );
+    let second = PluginHost::load(&with_cache, &ctx).await.unwrap();
+    assert!(
+        second
+            .summaries()
+            .iter()
+            .all(|s| s.cache == CacheOutcome::Hit)
+    );
+    assert_eq!(
+        call(&second, "zoo_echo", json!({})).await.text(),
+        "echo: {}"
+    );
+}

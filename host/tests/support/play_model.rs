@@ -1,0 +1,97 @@
+//! A model double for tests: plays `replies[call_index]`, answers summary requests with a fixed
+//! summary, and records every request it receives.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tiny_harness::model::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall};
+
+/// Plays `replies[call_index]`; a summary request gets a fixed summary.
+pub struct PlayModel {
+    replies: Vec<ModelReply>,
+    delay: Duration,
+    /// Past the last reply, wait forever instead of failing (a call in flight at a crash).
+    hang_past_end: bool,
+    requests: Mutex<Vec<ModelRequest>>,
+}
+
+impl PlayModel {
+    pub fn new(replies: Vec<ModelReply>) -> Arc<PlayModel> {
+        Arc::new(PlayModel {
+            replies,
+            delay: Duration::ZERO,
+            hang_past_end: false,
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn hanging_after(replies: Vec<ModelReply>) -> Arc<PlayModel> {
+        Arc::new(PlayModel {
+            replies,
+            delay: Duration::ZERO,
+            hang_past_end: true,
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn slow(replies: Vec<ModelReply>, delay: Duration) -> Arc<PlayModel> {
+        Arc::new(PlayModel {
+            replies,
+            delay,
+            hang_past_end: false,
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Model for PlayModel {
+    fn describe(&self) -> String {
+        "play".into()
+    }
+    fn context_window(&self) -> Option<usize> {
+        None
+    }
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        self.requests.lock().unwrap().push(request.clone());
+        tokio::time::sleep(self.delay).await;
+        if request.purpose == Purpose::Summary {
+            return Ok(reply("SUMMARY-OF-EARLIER-WORK"));
+        }
+        if self.hang_past_end && request.call_index >= self.replies.len() {
+            std::future::pending::<()>().await;
+        }
+        self.replies
+            .get(request.call_index)
+            .cloned()
+            .ok_or(ModelError::ScriptExhausted {
+                index: request.call_index,
+                len: self.replies.len(),
+            })
+    }
+}
+
+pub fn reply(text: &str) -> ModelReply {
+    ModelReply {
+        text: text.into(),
+        ..ModelReply::default()
+    }
+}
+
+pub fn tool_reply(name: &str, args: serde_json::Value) -> ModelReply {
+    ModelReply {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: format!("call-{name}"),
+            name: name.into(),
+            arguments: args.to_string(),
+        }],
+        usage: Default::default(),
+    }
+}
