@@ -80,7 +80,7 @@ impl Runtime {
         let store = Arc::new(Store::open(&config.resolve(&config.store.path))?);
         let hub = Arc::new(TaskHub::new(store.clone()));
         let plugins = PluginHost::load(&plugin_settings(&config), &prompt_context(&config)).await?;
-        let prefix = StaticPrefix::build(&plugins.prompt().render(), &config.participants, &[]);
+        let prefix = static_prefix(&config, &plugins);
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
@@ -161,11 +161,16 @@ impl Runtime {
     }
 }
 
+/// The static prefix every model call of this harness starts with.
+pub fn static_prefix(config: &Config, plugins: &PluginHost) -> StaticPrefix {
+    StaticPrefix::build(&plugins.prompt().render(), &config.participants, &[])
+}
+
 /// What `harness context` prints: the static prefix exactly as the model receives it, then each
 /// tool definition as the JSON sent beside it, sorted by name.
 pub fn render_context(config: &Config, plugins: &PluginHost) -> Result<String, serde_json::Error> {
     use crate::engine::ToolHost;
-    let prefix = StaticPrefix::build(&plugins.prompt().render(), &config.participants, &[]);
+    let prefix = static_prefix(config, plugins);
     let mut out = String::new();
     out.push_str("=== static prefix (instructions) ===\n");
     out.push_str(prefix.as_str());

@@ -294,3 +294,36 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
         .unwrap();
     assert!(exit.success(), "the harness exited with {exit}");
 }
+
+#[test]
+fn context_prints_the_static_prefix_and_tool_definitions_as_the_model_receives_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(
+        dir.path(),
+        "[[participants]]\nid = \"alice\"\nkind = \"human\"\nrole = \"admin\"\ndisplay_name = \"Alice\"\n[plugins]\ncache_dir = \"cache\"\n",
+    );
+    let output = Command::new(HARNESS)
+        .args(["context", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed = String::from_utf8(output.stdout).unwrap();
+    let golden = include_str!("golden/context.txt");
+    if printed != golden && std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/context.txt"),
+            &printed,
+        )
+        .unwrap();
+        return;
+    }
+    assert_eq!(
+        printed, golden,
+        "run with UPDATE_GOLDEN=1 to accept a deliberate change"
+    );
+}
