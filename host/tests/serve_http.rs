@@ -284,3 +284,125 @@ async fn the_card_is_served_at_the_well_known_path_with_the_base_url() {
     assert!(card.skills.is_empty());
     server.stop().await;
 }
+
+fn envelope_change(task_id: &str, payload: serde_json::Value) -> SendMessageRequest {
+    SendMessageRequest {
+        tenant: String::new(),
+        message: Message {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            task_id: task_id.to_string(),
+            role: Role::User,
+            parts: vec![Part::data(
+                serde_json::json!({"kind": "task", "payload": payload}),
+                "application/vnd.tiny-harness.event+json",
+            )],
+            ..Message::default()
+        },
+        configuration: Some(SendMessageConfiguration {
+            return_immediately: true,
+            ..SendMessageConfiguration::default()
+        }),
+        metadata: None,
+    }
+}
+
+#[tokio::test]
+async fn an_existing_task_accepts_brief_changes_by_role_and_refuses_the_rest() {
+    let server = start(
+        "[[reply]]\n[[reply.tool_calls]]\nname = \"ask_participant\"\narguments = { participant_id = \"user\", question = \"Which month?\" }\n[[reply]]\ntext = \"done\"\n",
+        SCRIPTED,
+    )
+    .await;
+    let task = task_of(
+        server
+            .client
+            .send_message(request("Reconcile", false))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(task.status.state, TaskState::InputRequired);
+    let ext_of = |task: &Task| {
+        task.metadata.as_ref().unwrap()["io.github.madarauchiha-314.tiny-harness/task"].clone()
+    };
+    // Any participant may rename the task and set its criteria.
+    server
+        .client
+        .send_message(envelope_change(
+            &task.id,
+            serde_json::json!({"name": "Reconcile March", "acceptance_criteria": [{"text": "totals match"}]}),
+        ))
+        .await
+        .unwrap();
+    let now = server.client.get_task(&task.id, Some(0)).await.unwrap();
+    assert_eq!(ext_of(&now)["name"], "Reconcile March");
+    assert_eq!(
+        ext_of(&now)["acceptance_criteria"][0]["text"],
+        "totals match"
+    );
+    // Fields that belong to the harness are refused, and nothing changes.
+    let refused = server
+        .client
+        .send_message(envelope_change(
+            &task.id,
+            serde_json::json!({"lifecycle": "participant"}),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.rpc_code(), Some(-32602));
+    assert!(refused.to_string().contains("lifecycle"), "{refused}");
+    // Only an admin may change participants: a watcher added by the admin cannot.
+    server
+        .client
+        .send_message(envelope_change(
+            &task.id,
+            serde_json::json!({"participants": [
+                {"id": "user", "kind": "human", "role": "admin"},
+                {"id": "bob", "kind": "human", "role": "watcher"}]}),
+        ))
+        .await
+        .unwrap();
+    let bob = A2aClient::new(server.base_url.clone())
+        .unwrap()
+        .with_participant("bob");
+    let denied = bob
+        .send_message(envelope_change(
+            &task.id,
+            serde_json::json!({"participants": [{"id": "bob", "kind": "human", "role": "admin"}]}),
+        ))
+        .await
+        .unwrap_err();
+    assert!(denied.to_string().contains("only an admin"), "{denied}");
+    let after = server.client.get_task(&task.id, Some(0)).await.unwrap();
+    assert_eq!(ext_of(&after)["participants"][1]["role"], "watcher");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_new_task_from_an_envelope_carries_its_brief_and_may_not_name_others() {
+    let server = start("[[reply]]\ntext = \"ok\"\n", SCRIPTED).await;
+    let mut with_brief = envelope_change(
+        "",
+        serde_json::json!({
+        "name": "Invoice check", "goal": "Check invoice 42", "description": "Against the PO",
+        "acceptance_criteria": [{"text": "amount matches"}]}),
+    );
+    with_brief.configuration = None;
+    let task = task_of(server.client.send_message(with_brief).await.unwrap());
+    let ext = &task.metadata.as_ref().unwrap()["io.github.madarauchiha-314.tiny-harness/task"];
+    assert_eq!(ext["goal"], "Check invoice 42");
+    assert_eq!(ext["participants"][0]["id"], "user");
+    let naming_others = envelope_change(
+        "",
+        serde_json::json!({
+        "name": "n", "goal": "g",
+        "participants": [{"id": "mallory", "kind": "human", "role": "admin"}]}),
+    );
+    let refused = server.client.send_message(naming_others).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("trusted delegator"),
+        "{refused}"
+    );
+    let listed = server.client.list_tasks(Default::default()).await.unwrap();
+    assert_eq!(listed.tasks.len(), 1, "the refused request created nothing");
+    server.stop().await;
+}

@@ -207,6 +207,9 @@ fn drain(hub: &TaskHub, record: &TaskRecord, replay: &mut Replay) -> Result<bool
         .messages_after(&record.id, replay.last_inbound_seq)?
         .into_iter()
         .filter(|(_, message)| message.role == crate::a2a::types::Role::User)
+        // A message that only changes the brief is not input for the model: the change shows
+        // in the `task` section.
+        .filter(|(_, message)| !message_text(message).is_empty())
         .map(|(seq, message)| {
             let from = sender_of(&message, record);
             let trusted = record
@@ -300,11 +303,13 @@ pub(crate) fn sender_of(message: &Message, record: &TaskRecord) -> String {
         .unwrap_or_else(|| record.owner.clone())
 }
 
-/// A message as the model reads it: its text parts, and any data parts as JSON.
+/// A message as the model reads it: its text parts, and any data parts (but a task envelope) as
+/// JSON.
 fn message_text(message: &Message) -> String {
     message
         .parts
         .iter()
+        .filter(|part| part.media_type != crate::tasks::extension::ENVELOPE_MEDIA_TYPE)
         .filter_map(|part| {
             part.text
                 .clone()
