@@ -10,6 +10,7 @@
 //! a restarted harness resumes each open task without repeating a recorded step.
 
 pub mod a2a;
+pub mod agents;
 pub mod config;
 pub mod context;
 pub mod engine;
