@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use defaults::embedded_default;
+pub use validate::SELF_AGENT_ID;
 
 /// Why configuration could not be used. `setting` is the dotted path of the offending key.
 #[derive(Debug, thiserror::Error)]
