@@ -3,7 +3,9 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
+use tiny_harness::a2a::card::default_card;
 use tiny_harness::a2a::types::{TaskState, TaskStatus};
+use tiny_harness::agents::{Caps, Registry, build_roster, render_agents};
 use tiny_harness::context::{
     DefaultPrompt, HistoryItem, PromptSource, StaticPrefix, TurnInput, assemble, estimate_tokens,
 };
@@ -39,11 +41,16 @@ fn history(turns: usize) -> Vec<HistoryItem> {
 
 fn benches(c: &mut Criterion) {
     let prompt = DefaultPrompt.render();
+    let own = default_card("http://127.0.0.1:8080");
+    let agents = render_agents(&build_roster(
+        &Registry::new(own, "http://127.0.0.1:8080"),
+        Caps::DEFAULT,
+    ));
     c.bench_function("static_prefix_build", |b| {
-        b.iter(|| StaticPrefix::build(black_box(&prompt), &[], &[]))
+        b.iter(|| StaticPrefix::build(black_box(&prompt), &[], &[], &agents))
     });
 
-    let prefix = StaticPrefix::build(&prompt, &[], &[]);
+    let prefix = StaticPrefix::build(&prompt, &[], &[], &agents);
     let mut tools = Intrinsics.definitions();
     tools.sort_by(|a, b| a.name.cmp(&b.name));
     let record = TaskRecord {

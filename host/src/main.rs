@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use tiny_harness::agents::{Registry, build_roster, own_card};
 use tiny_harness::runtime::{Runtime, StartError, load_config};
 
 /// Exit status for a configuration error, so scripts can tell it from a crash.
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve { config } => serve(config).await,
-            Command::Check { config } => check(config),
+            Command::Check { config } => check(config).await,
         }
     });
     match result {
@@ -82,13 +83,13 @@ fn init_tracing() {
 
 async fn serve(config: Option<PathBuf>) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
-    let runtime = Runtime::build(config)?;
+    let runtime = Runtime::build(config).await?;
     let listener = runtime.bind().await?;
     runtime.serve(listener, shutdown_signal()).await?;
     Ok(())
 }
 
-fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
+async fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
     let model = tiny_harness::model::build_model(
         &config.model,
@@ -115,13 +116,41 @@ fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
         config.context.turn_budget_tokens,
         config.context.compaction_fraction
     );
+    print_agents(&config).await;
+    Ok(())
+}
+
+/// Fetches the cards as `serve` would and says which agents would be registered, and why any
+/// would not. Card text is printed as the model would read it: cleaned and capped.
+async fn print_agents(config: &tiny_harness::config::Config) {
+    let base_url = config.server.effective_base_url();
+    let discovery = Registry::discover(
+        own_card(&config.card, &base_url),
+        &base_url,
+        &config.agents,
+        config.roster.card_timeout(),
+    )
+    .await;
+    let roster = build_roster(&discovery.registry, config.roster.caps());
+    let own = roster.self_entry();
+    println!("card:          {} (self: this harness)", own.name);
     if config.agents.is_empty() {
         println!("agents:        (none)");
     }
     for agent in &config.agents {
-        println!("agent:         {} at {}", agent.id, agent.url);
+        let entry = roster.entries().iter().find(|e| e.id == agent.id);
+        let refusal = discovery.refused.iter().find(|r| r.id == agent.id);
+        let verdict = match (entry, refusal) {
+            (Some(entry), _) => format!(
+                "registered as \"{}\" with {} skills",
+                entry.name,
+                entry.skills.len() + entry.omitted_skills
+            ),
+            (None, Some(refused)) => format!("not registered: {}", refused.reason),
+            (None, None) => "not registered".to_string(),
+        };
+        println!("agent:         {} at {}: {verdict}", agent.id, agent.url);
     }
-    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -1,6 +1,6 @@
 //! Start-up: everything `harness serve` builds from a configuration, in order (store, model,
-//! system prompt and static prefix, engine, task service, server), and the serve loop with its
-//! graceful shutdown.
+//! agent registry and roster, system prompt and static prefix, engine, task service, server),
+//! and the serve loop with its graceful shutdown.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::a2a::card::default_card;
 use crate::a2a::server::{ServerState, router, serve};
 use crate::a2a::types::AgentCard;
+use crate::agents::{Registry, Roster, build_roster, own_card, render_agents};
 use crate::config::{Config, ConfigError};
 use crate::context::{DefaultPrompt, PromptSource, StaticPrefix};
 use crate::engine::intrinsics::Intrinsics;
@@ -47,21 +47,29 @@ pub struct Runtime {
     pub engine: Arc<EmbeddedEngine>,
     pub model: Arc<dyn Model>,
     pub prefix: StaticPrefix,
+    /// `self` and the remote agents whose cards passed at start-up.
+    pub registry: Registry,
+    /// What the model knows of each registered agent, as rendered in the `agents` section.
+    pub roster: Roster,
 }
 
 impl Runtime {
-    /// Builds the harness from its configuration, the model from `[model]`.
-    pub fn build(config: Config) -> Result<Runtime, StartError> {
+    /// Builds the harness from its configuration, the model from `[model]`. Fetches the remote
+    /// agents' cards, so it takes as long as the slowest (at most `roster.card_timeout_secs`).
+    pub async fn build(config: Config) -> Result<Runtime, StartError> {
         let model = build_model(
             &config.model,
             |path| config.resolve(path),
             |name| std::env::var(name).ok(),
         )?;
-        Runtime::build_with_model(config, model)
+        Runtime::build_with_model(config, model).await
     }
 
     /// Builds the harness around a given model (tests and benchmarks).
-    pub fn build_with_model(config: Config, model: Arc<dyn Model>) -> Result<Runtime, StartError> {
+    pub async fn build_with_model(
+        config: Config,
+        model: Arc<dyn Model>,
+    ) -> Result<Runtime, StartError> {
         if config.model.provider.is_none() {
             tracing::warn!(
                 "no model is configured: every task will fail until one is. {}",
@@ -70,8 +78,23 @@ impl Runtime {
         }
         let store = Arc::new(Store::open(&config.resolve(&config.store.path))?);
         let hub = Arc::new(TaskHub::new(store.clone()));
+        let base_url = config.server.effective_base_url();
+        let registry = Registry::discover(
+            own_card(&config.card, &base_url),
+            &base_url,
+            &config.agents,
+            config.roster.card_timeout(),
+        )
+        .await
+        .registry;
+        let roster = build_roster(&registry, config.roster.caps());
         let system_prompt = DefaultPrompt.render();
-        let prefix = StaticPrefix::build(&system_prompt, &config.participants, &[]);
+        let prefix = StaticPrefix::build(
+            &system_prompt,
+            &config.participants,
+            &[],
+            &render_agents(&roster),
+        );
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
@@ -94,6 +117,8 @@ impl Runtime {
             engine,
             model,
             prefix,
+            registry,
+            roster,
         })
     }
 
@@ -108,20 +133,22 @@ impl Runtime {
             })
     }
 
-    /// The card this harness serves, reachable at `base_url`.
+    /// The card this harness serves, reachable at `base_url`: the default card with `[card]`
+    /// laid on top.
     pub fn card(&self, base_url: &str) -> AgentCard {
-        default_card(base_url)
+        own_card(&self.config.card, base_url)
     }
 
     /// Resumes every open task, then serves on `listener` until `shutdown` resolves; in-flight
     /// requests finish, task loops stop (to resume at the next start), and the store is closed.
     pub async fn serve(
-        self,
+        mut self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = self.base_url(local);
+        self.registry.set_own_url(&base_url);
         let resumed = self.engine.resume_open()?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed open tasks from the journal");

@@ -129,7 +129,7 @@ fn harness(store: Arc<Store>, model: Arc<dyn Model>, settings: EngineSettings) -
         hub.clone(),
         model,
         Arc::new(Intrinsics),
-        StaticPrefix::build("PROMPT", &[], &[]),
+        StaticPrefix::build("PROMPT", &[], &[], "AGENTS"),
         settings,
     );
     let tasks = Arc::new(Tasks::new(hub));
