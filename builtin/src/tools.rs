@@ -58,7 +58,7 @@ pub fn definitions() -> Vec<ToolDefinition> {
                     "goal": {"type": "string", "minLength": 1, "description": "What the sub-task must achieve, standing alone."},
                     "description": {"type": "string", "description": "Everything the sub-task needs to know: it cannot see this task."},
                     "acceptance_criteria": strings,
-                    "agent": {"type": ["string", "null"], "description": "The id of an agent listed under <agents>; only those ids are valid. null (or self) runs the sub-task on this harness."},
+                    "agent": {"type": ["string", "null"], "description": "The id of an agent listed in <agents>, exactly as listed, or null to run the sub-task on this harness (self). Any other id is refused."},
                     "step": {"type": "string", "description": "The id of the plan step this sub-task serves."}
                 }),
                 &["name", "goal"],

@@ -3,7 +3,9 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
+use tiny_harness::a2a::card::default_card;
 use tiny_harness::a2a::types::{TaskState, TaskStatus};
+use tiny_harness::agents::{Caps, Registry, build_roster, render_agents};
 use tiny_harness::config::Config;
 use tiny_harness::context::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
 use tiny_harness::engine::ToolHost;
@@ -38,19 +40,22 @@ fn history(turns: usize) -> Vec<HistoryItem> {
 }
 
 fn benches(c: &mut Criterion) {
+    let own = default_card("http://127.0.0.1:8080");
+    let roster = build_roster(&Registry::new(own, "http://127.0.0.1:8080"), Caps::DEFAULT);
+    let agents = render_agents(&roster);
     let runtime = tokio::runtime::Runtime::new().expect("tokio");
     let host = runtime
         .block_on(PluginHost::load(
             &PluginSettings::default(),
-            &prompt_context(&Config::default()),
+            &prompt_context(&Config::default(), &roster),
         ))
         .expect("the builtin loads");
     let prompt = host.prompt().render();
     c.bench_function("static_prefix_build", |b| {
-        b.iter(|| StaticPrefix::build(black_box(&prompt), &[], &[]))
+        b.iter(|| StaticPrefix::build(black_box(&prompt), &[], &[], &agents))
     });
 
-    let prefix = StaticPrefix::build(&prompt, &[], &[]);
+    let prefix = StaticPrefix::build(&prompt, &[], &[], &agents);
     let tools = host.toolbox().definitions();
     let record = TaskRecord {
         id: "t".into(),

@@ -10,7 +10,7 @@ use tiny_harness::config::Config;
 use tiny_harness::engine::{ToolContext, ToolHost};
 use tiny_harness::model::ToolCall;
 use tiny_harness::plugins::{CallLimits, PluginHost, PluginSettings};
-use tiny_harness::runtime::prompt_context;
+use tiny_harness::runtime::offline_prompt_context;
 use tiny_harness::tasks::extension::TaskExtension;
 use tiny_harness::tasks::record::TaskRecord;
 
@@ -31,7 +31,7 @@ fn settings(dir: Option<std::path::PathBuf>, cache: Option<std::path::PathBuf>) 
 
 fn benches(c: &mut Criterion) {
     let runtime = tokio::runtime::Runtime::new().expect("tokio");
-    let ctx = prompt_context(&Config::default());
+    let ctx = offline_prompt_context(&Config::default());
 
     let builtin = runtime
         .block_on(PluginHost::load(&settings(None, None), &ctx))

@@ -8,12 +8,17 @@
 //! start-up, per-task sections every turn), compacts when over budget, makes one call to the
 //! [`model`], runs the tool calls, and journals every step in the [`store`] before it goes on, so
 //! a restarted harness resumes each open task without repeating a recorded step.
+//!
+//! At start-up, [`agents`] fetches and checks the cards of the configured remote agents and
+//! builds the roster the model sees in the static prefix's `agents` section.
 
 pub mod a2a;
+pub mod agents;
 pub mod config;
 pub mod context;
 pub mod engine;
 pub mod model;
+pub mod operator;
 pub mod plugins;
 pub mod runtime;
 pub mod store;

@@ -1,10 +1,11 @@
-//! The `harness` command: `serve`, `check`, `--version`.
+//! The `harness` command: `serve`, `check`, `plugins`, `context`, `--version`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use tiny_harness::operator;
 use tiny_harness::runtime::{Runtime, StartError, load_config};
 
 /// Exit status for a configuration error, so scripts can tell it from a crash.
@@ -104,89 +105,19 @@ async fn serve(config: Option<PathBuf>) -> anyhow::Result<()> {
 
 async fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
-    let model = tiny_harness::model::build_model(
-        &config.model,
-        |path| config.resolve(path),
-        |name| std::env::var(name).ok(),
-    )
-    .map_err(StartError::from)?;
-    let host = load_plugins(&config).await?;
-    let source = config
-        .source
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "embedded default".to_string());
-    println!("configuration: {source}");
-    println!("listen:        {}", config.server.bind);
-    println!("base URL:      {}", config.server.effective_base_url());
-    println!("model:         {}", model.describe());
-    println!(
-        "store:         {}",
-        config.resolve(&config.store.path).display()
-    );
-    println!(
-        "limits:        max_turns {}, turn budget {} tokens, compaction at {}",
-        config.limits.max_turns,
-        config.context.turn_budget_tokens,
-        config.context.compaction_fraction
-    );
-    for plugin in host.summaries() {
-        println!(
-            "plugin:        {} ({} {}): {} section edits, {} tools",
-            plugin.file,
-            plugin.name,
-            plugin.version,
-            plugin.sections.len(),
-            plugin.tools.len()
-        );
-    }
-    if config.agents.is_empty() {
-        println!("agents:        (none)");
-    }
-    for agent in &config.agents {
-        println!("agent:         {} at {}", agent.id, agent.url);
-    }
+    print!("{}", operator::check(&config).await?);
     Ok(())
-}
-
-async fn load_plugins(
-    config: &tiny_harness::config::Config,
-) -> anyhow::Result<tiny_harness::plugins::PluginHost> {
-    let host = tiny_harness::plugins::PluginHost::load(
-        &tiny_harness::runtime::plugin_settings(config),
-        &tiny_harness::runtime::prompt_context(config),
-    )
-    .await
-    .map_err(StartError::from)?;
-    Ok(host)
 }
 
 async fn plugins(config: Option<PathBuf>) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
-    let host = load_plugins(&config).await?;
-    for plugin in host.summaries() {
-        println!("{} — {} {}", plugin.file, plugin.name, plugin.version);
-        if plugin.sections.is_empty() {
-            println!("  sections: (none)");
-        } else {
-            println!("  sections: {}", plugin.sections.join(", "));
-        }
-        if plugin.tools.is_empty() {
-            println!("  tools:    (none)");
-        } else {
-            println!("  tools:    {}", plugin.tools.join(", "));
-        }
-    }
+    print!("{}", operator::plugin_list(&config).await?);
     Ok(())
 }
 
 async fn context(config: Option<PathBuf>) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
-    let host = load_plugins(&config).await?;
-    print!(
-        "{}",
-        tiny_harness::runtime::render_context(&config, &host).context("rendering the context")?
-    );
+    print!("{}", operator::context(&config).await?);
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! Start-up: everything `harness serve` builds from a configuration, in order (store, model,
-//! system prompt and static prefix, engine, task service, server), and the serve loop with its
-//! graceful shutdown.
+//! agent registry and roster, system prompt and static prefix, engine, task service, server),
+//! and the serve loop with its graceful shutdown.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::a2a::card::default_card;
 use crate::a2a::server::{ServerState, router, serve};
 use crate::a2a::types::AgentCard;
+use crate::agents::{Registry, Roster, RosterEntry, build_roster, own_card, render_agents};
 use crate::config::{Config, ConfigError};
 use crate::context::StaticPrefix;
 use crate::engine::{EmbeddedEngine, EngineSettings};
@@ -53,10 +53,15 @@ pub struct Runtime {
     pub model: Arc<dyn Model>,
     pub plugins: PluginHost,
     pub prefix: StaticPrefix,
+    /// `self` and the remote agents whose cards passed at start-up.
+    pub registry: Registry,
+    /// What the model knows of each registered agent, as rendered in the `agents` section.
+    pub roster: Roster,
 }
 
 impl Runtime {
-    /// Builds the harness from its configuration, the model from `[model]`.
+    /// Builds the harness from its configuration, the model from `[model]`. Fetches the remote
+    /// agents' cards, so it takes as long as the slowest (at most `roster.card_timeout_secs`).
     pub async fn build(config: Config) -> Result<Runtime, StartError> {
         let model = build_model(
             &config.model,
@@ -79,8 +84,10 @@ impl Runtime {
         }
         let store = Arc::new(Store::open(&config.resolve(&config.store.path))?);
         let hub = Arc::new(TaskHub::new(store.clone()));
-        let plugins = PluginHost::load(&plugin_settings(&config), &prompt_context(&config)).await?;
-        let prefix = static_prefix(&config, &plugins);
+        let (registry, roster) = discover_agents(&config).await;
+        let plugins =
+            PluginHost::load(&plugin_settings(&config), &prompt_context(&config, &roster)).await?;
+        let prefix = static_prefix(&config, &plugins, &roster);
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
@@ -104,6 +111,8 @@ impl Runtime {
             model,
             plugins,
             prefix,
+            registry,
+            roster,
         })
     }
 
@@ -118,20 +127,22 @@ impl Runtime {
             })
     }
 
-    /// The card this harness serves, reachable at `base_url`.
+    /// The card this harness serves, reachable at `base_url`: the default card with `[card]`
+    /// laid on top.
     pub fn card(&self, base_url: &str) -> AgentCard {
-        default_card(base_url)
+        own_card(&self.config.card, base_url)
     }
 
     /// Resumes every open task, then serves on `listener` until `shutdown` resolves; in-flight
     /// requests finish, task loops stop (to resume at the next start), and the store is closed.
     pub async fn serve(
-        self,
+        mut self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = self.base_url(local);
+        self.registry.set_own_url(&base_url);
         let resumed = self.engine.resume_open()?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed open tasks from the journal");
@@ -161,16 +172,41 @@ impl Runtime {
     }
 }
 
+/// Fetches and checks every configured agent's card (all at once) and builds the roster the
+/// model and the plugins see.
+pub async fn discover_agents(config: &Config) -> (Registry, Roster) {
+    let base_url = config.server.effective_base_url();
+    let registry = Registry::discover(
+        own_card(&config.card, &base_url),
+        &base_url,
+        &config.agents,
+        config.roster.card_timeout(),
+    )
+    .await
+    .registry;
+    let roster = build_roster(&registry, config.roster.caps());
+    (registry, roster)
+}
+
 /// The static prefix every model call of this harness starts with.
-pub fn static_prefix(config: &Config, plugins: &PluginHost) -> StaticPrefix {
-    StaticPrefix::build(&plugins.prompt().render(), &config.participants, &[])
+pub fn static_prefix(config: &Config, plugins: &PluginHost, roster: &Roster) -> StaticPrefix {
+    StaticPrefix::build(
+        &plugins.prompt().render(),
+        &config.participants,
+        &[],
+        &render_agents(roster),
+    )
 }
 
 /// What `harness context` prints: the static prefix exactly as the model receives it, then each
 /// tool definition as the JSON sent beside it, sorted by name.
-pub fn render_context(config: &Config, plugins: &PluginHost) -> Result<String, serde_json::Error> {
+pub fn render_context(
+    config: &Config,
+    plugins: &PluginHost,
+    roster: &Roster,
+) -> Result<String, serde_json::Error> {
     use crate::engine::ToolHost;
-    let prefix = static_prefix(config, plugins);
+    let prefix = static_prefix(config, plugins, roster);
     let mut out = String::new();
     out.push_str("=== static prefix (instructions) ===\n");
     out.push_str(prefix.as_str());
@@ -201,24 +237,25 @@ pub fn plugin_settings(config: &Config) -> PluginSettings {
 }
 
 /// What plugins may know when they render: this harness's card, the roster, the standing
-/// participants and the skills index. Never URLs or configuration.
-pub fn prompt_context(config: &Config) -> PromptContext {
-    let card = default_card(&config.server.effective_base_url());
+/// participants and the skills index, all cleaned and capped by the host. Never URLs or
+/// configuration.
+pub fn prompt_context(config: &Config, roster: &Roster) -> PromptContext {
+    let entry = |e: &RosterEntry| AgentEntry {
+        id: e.id.clone(),
+        name: e.name.clone(),
+        description: e.description.clone(),
+        skills: e
+            .skills
+            .iter()
+            .map(|s| SkillSummary {
+                name: s.name.clone(),
+                description: s.description.clone(),
+            })
+            .collect(),
+    };
     PromptContext {
-        self_card: AgentEntry {
-            id: "self".to_string(),
-            name: card.name,
-            description: card.description,
-            skills: card
-                .skills
-                .into_iter()
-                .map(|s| SkillSummary {
-                    name: s.name,
-                    description: s.description,
-                })
-                .collect(),
-        },
-        agents: Vec::new(),
+        self_card: entry(roster.self_entry()),
+        agents: roster.remote().iter().map(entry).collect(),
         participants: config
             .participants
             .iter()
@@ -231,6 +268,14 @@ pub fn prompt_context(config: &Config) -> PromptContext {
             .collect(),
         skills: Vec::new(),
     }
+}
+
+/// The prompt context of a harness with no remote agents: its own card only. For tests and
+/// benchmarks, which must not reach the network.
+pub fn offline_prompt_context(config: &Config) -> PromptContext {
+    let base_url = config.server.effective_base_url();
+    let registry = Registry::new(own_card(&config.card, &base_url), &base_url);
+    prompt_context(config, &build_roster(&registry, config.roster.caps()))
 }
 
 /// The configuration `serve` and `check` use: the file given, else `./config.toml` if present,

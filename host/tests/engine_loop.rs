@@ -13,7 +13,7 @@ use tiny_harness::engine::journal::JournalEntry;
 use tiny_harness::engine::{EmbeddedEngine, EngineSettings};
 use tiny_harness::model::{ChatMessage, Model, ModelReply, Purpose};
 use tiny_harness::plugins::{PluginHost, PluginSettings};
-use tiny_harness::runtime::prompt_context;
+use tiny_harness::runtime::offline_prompt_context;
 use tiny_harness::store::Store;
 
 mod support {
@@ -42,7 +42,7 @@ fn settings() -> EngineSettings {
 async fn builtin_tools() -> Arc<dyn tiny_harness::engine::ToolHost> {
     let host = PluginHost::load(
         &PluginSettings::default(),
-        &prompt_context(&tiny_harness::config::Config::default()),
+        &offline_prompt_context(&tiny_harness::config::Config::default()),
     )
     .await
     .expect("the builtin plugin loads");
@@ -55,7 +55,7 @@ async fn harness(store: Arc<Store>, model: Arc<dyn Model>, settings: EngineSetti
         hub.clone(),
         model,
         builtin_tools().await,
-        StaticPrefix::build("PROMPT", &[], &[]),
+        StaticPrefix::build("PROMPT", &[], &[], "AGENTS"),
         settings,
     );
     let tasks = Arc::new(Tasks::new(hub));

@@ -16,7 +16,7 @@ use tiny_harness::config::Config;
 use tiny_harness::engine::{ToolContext, ToolHost, ToolOutcome};
 use tiny_harness::model::ToolCall;
 use tiny_harness::plugins::{CacheOutcome, CallLimits, PluginHost, PluginSettings};
-use tiny_harness::runtime::prompt_context;
+use tiny_harness::runtime::offline_prompt_context;
 use tiny_harness::tasks::extension::TaskExtension;
 use tiny_harness::tasks::record::TaskRecord;
 
@@ -33,7 +33,7 @@ fn settings(dir: Option<&std::path::Path>) -> PluginSettings {
 }
 
 async fn load(dir: Option<&std::path::Path>) -> Result<PluginHost, String> {
-    PluginHost::load(&settings(dir), &prompt_context(&Config::default()))
+    PluginHost::load(&settings(dir), &offline_prompt_context(&Config::default()))
         .await
         .map_err(|err| err.to_string())
 }
@@ -69,6 +69,29 @@ async fn the_builtin_alone_gives_the_default_prompt_and_the_intrinsic_tools() {
     assert_eq!(
         host.prompt().render(),
         include_str!("golden/default_prompt.md").trim_end()
+    );
+    let agents = host
+        .prompt()
+        .sections()
+        .iter()
+        .find(|(name, _)| name == "agents")
+        .map(|(_, body)| body.clone())
+        .expect("an agents section");
+    assert_eq!(
+        agents,
+        include_str!("golden/agents_guidance.md").trim_end(),
+        "the delegation guidance (R2.1, R7.7)"
+    );
+    let spawn = host
+        .toolbox()
+        .definitions()
+        .into_iter()
+        .find(|t| t.name == "spawn_subtask")
+        .expect("spawn_subtask");
+    assert_eq!(
+        spawn.parameters["properties"]["agent"]["description"],
+        tiny_harness::agents::AGENT_PARAMETER_DESCRIPTION,
+        "R2.2: the agent parameter says the valid ids are the ones listed under agents"
     );
     let tools: Vec<String> = host
         .toolbox()
@@ -232,7 +255,7 @@ async fn a_spinning_plugin_does_not_stop_other_calls() {
     let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
     let mut long = settings(Some(dir.path()));
     long.limits.deadline = Duration::from_secs(5);
-    let host = PluginHost::load(&long, &prompt_context(&Config::default()))
+    let host = PluginHost::load(&long, &offline_prompt_context(&Config::default()))
         .await
         .unwrap();
     let spin_done = std::sync::atomic::AtomicBool::new(false);
@@ -262,7 +285,7 @@ async fn a_restart_loads_compiled_plugins_from_the_cache() {
     let cache = tempfile::tempdir().unwrap();
     let mut with_cache = settings(Some(dir.path()));
     with_cache.cache_dir = Some(cache.path().to_path_buf());
-    let ctx = prompt_context(&Config::default());
+    let ctx = offline_prompt_context(&Config::default());
     let first = PluginHost::load(&with_cache, &ctx).await.unwrap();
     assert!(
         first

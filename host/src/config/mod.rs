@@ -2,6 +2,7 @@
 //! dotted setting it is about (`server.base_url`, `agents[1].url`). Secrets are never read from
 //! the file: only the names of the environment variables that hold them.
 
+mod card;
 mod defaults;
 mod validate;
 
@@ -9,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use card::{CardConfig, CardSkillConfig, RosterConfig};
 pub use defaults::embedded_default;
+pub use validate::SELF_AGENT_ID;
 
 /// Why configuration could not be used. `setting` is the dotted path of the offending key.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +60,12 @@ pub struct Config {
     /// Remote A2A agents the model may delegate to.
     #[serde(default)]
     pub agents: Vec<AgentConfig>,
+    /// What this harness says about itself on its own agent card.
+    #[serde(default)]
+    pub card: CardConfig,
+    /// How remote cards are fetched and capped for the model.
+    #[serde(default)]
+    pub roster: RosterConfig,
     /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
     #[serde(skip)]
     pub source: Option<PathBuf>,

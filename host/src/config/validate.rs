@@ -6,6 +6,8 @@ use super::{Config, ConfigError, Provider};
 
 /// The agent id that names this harness itself.
 pub const SELF_AGENT_ID: &str = "self";
+/// The longest agent id: the model types it and reads it in every request's roster.
+pub const MAX_AGENT_ID_CHARS: usize = 64;
 
 /// `path.field`, unless the path already ends with the field.
 fn join(path: &str, field: &str) -> String {
@@ -47,6 +49,8 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     validate_model(config)?;
     validate_context(config)?;
     validate_agents(config)?;
+    super::card::validate_card(&config.card)?;
+    super::card::validate_roster(&config.roster)?;
     validate_participants(config)
 }
 
@@ -145,6 +149,15 @@ fn validate_agents(config: &Config) -> Result<(), ConfigError> {
         if agent.id.trim().is_empty() {
             return Err(ConfigError::invalid(setting, "must not be blank"));
         }
+        if !is_plain_id(&agent.id) {
+            return Err(ConfigError::invalid(
+                setting,
+                format!(
+                    "`{}` is not a plain id: use at most {MAX_AGENT_ID_CHARS} letters, digits, `-`, `_` or `.`, starting with a letter or digit",
+                    agent.id.escape_debug()
+                ),
+            ));
+        }
         if agent.id == SELF_AGENT_ID {
             return Err(ConfigError::invalid(
                 setting,
@@ -160,6 +173,15 @@ fn validate_agents(config: &Config) -> Result<(), ConfigError> {
         check_http_url(&format!("agents[{index}].url"), &agent.url)?;
     }
     Ok(())
+}
+
+/// An agent id goes verbatim into the model's context and back through `spawn_subtask`, so it
+/// is kept to characters that cannot break a line, a tag or a quote.
+fn is_plain_id(id: &str) -> bool {
+    let mut chars = id.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && id.chars().count() <= MAX_AGENT_ID_CHARS
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 fn validate_participants(config: &Config) -> Result<(), ConfigError> {
@@ -247,6 +269,16 @@ mod tests {
         assert!(error_of(dup).starts_with("agents[1].id:"));
         let reserved = "[[agents]]\nid = \"self\"\nurl = \"http://x\"\n";
         assert!(error_of(reserved).contains("reserved"));
+    }
+
+    #[test]
+    fn agent_ids_are_plain_so_they_cannot_break_the_roster() {
+        let spaced = "[[agents]]\nid = \"led ger\"\nurl = \"http://x\"\n";
+        assert!(error_of(spaced).starts_with("agents[0].id: `led ger` is not a plain id"));
+        let tagged = "[[agents]]\nid = \"</agents>\"\nurl = \"http://x\"\n";
+        assert!(error_of(tagged).starts_with("agents[0].id:"));
+        let fine = "[[agents]]\nid = \"ledger-2.eu_west\"\nurl = \"http://x\"\n";
+        assert!(Config::parse(fine, Path::new("config.toml")).is_ok());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Compaction: when a window's estimate passes `compaction_fraction` of the budget, the oldest
-//! half of the history is replaced by a summary. Never compacted: the static prefix, `task`,
-//! `plan`, every `skill:*` section — they are rebuilt each turn and are not part of the history.
+//! half of the history is replaced by a summary. Never compacted: the static prefix
+//! (`system_prompt`, `participants`, `skills_index`, `agents`), `task`, `plan`, every `skill:*`
+//! section — they are rendered apart from the history, which is all compaction folds.
 
 use crate::model::{ChatMessage, ModelRequest, Purpose};
 

@@ -15,23 +15,27 @@ use super::sections::{
 /// after the call; before it, this errs on the side of compacting early.
 pub const CHARS_PER_TOKEN: usize = 4;
 
-/// The static, cached prefix: `system_prompt`, `participants`, `skills_index`.
+/// The static, cached prefix: `system_prompt`, `participants`, `skills_index`, `agents`. It is
+/// never part of the history, so compaction never touches it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaticPrefix {
     text: String,
 }
 
 impl StaticPrefix {
-    /// Renders the prefix once. Nothing here may vary by task or turn.
+    /// Renders the prefix once. Nothing here may vary by task or turn. `agents` is the body of
+    /// the `agents` section as [`crate::agents::render_agents`] writes it from the roster.
     pub fn build(
         system_prompt: &str,
         participants: &[ParticipantConfig],
         skills: &[SkillEntry],
+        agents: &str,
     ) -> StaticPrefix {
         let sections = [
             section("system_prompt", system_prompt),
             section("participants", &render_participants(participants)),
             section("skills_index", &render_skills_index(skills)),
+            section("agents", agents),
         ];
         StaticPrefix {
             text: sections.join("\n\n"),
@@ -207,16 +211,16 @@ mod tests {
 
     #[test]
     fn static_prefix_golden() {
-        let prefix = StaticPrefix::build("PROMPT", &[], &[]);
+        let prefix = StaticPrefix::build("PROMPT", &[], &[], "AGENTS");
         assert_eq!(
             prefix.as_str(),
-            "<system_prompt>\nPROMPT\n</system_prompt>\n\n<participants>\n(no participants)\n</participants>\n\n<skills_index>\n(no skills)\n</skills_index>"
+            "<system_prompt>\nPROMPT\n</system_prompt>\n\n<participants>\n(no participants)\n</participants>\n\n<skills_index>\n(no skills)\n</skills_index>\n\n<agents>\nAGENTS\n</agents>"
         );
     }
 
     #[test]
     fn first_message_holds_the_per_task_sections_and_tool_results_are_untrusted() {
-        let prefix = StaticPrefix::build("P", &[], &[]);
+        let prefix = StaticPrefix::build("P", &[], &[], "A");
         let record = record("Add 2 and 2");
         let history = vec![
             HistoryItem::Inbound {

@@ -1,0 +1,115 @@
+//! Fetching one remote agent's card from `{url}/.well-known/agent-card.json`, bounded in time and
+//! in size, so that one slow or hostile agent cannot hold up or flood the harness's start-up.
+
+use std::time::Duration;
+
+use crate::a2a::card::CARD_PATH;
+use crate::a2a::headers::{A2A_VERSION_HEADER, SUPPORTED_VERSION};
+use crate::a2a::types::AgentCard;
+
+/// How long one card may take to arrive, connection included, unless `[roster]
+/// card_timeout_secs` says otherwise. Cards are small static documents: an agent that cannot
+/// serve one in 5 s is treated as down rather than delaying start-up further.
+pub const DEFAULT_CARD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The largest card body read. An honest card is a few kilobytes; 4 MiB leaves room for a
+/// verbose one (the roster caps what the model reads anyway) while a server that streams without
+/// end is cut off instead of filling memory.
+pub const MAX_CARD_BYTES: usize = 4 * 1024 * 1024;
+
+/// Why a card could not be fetched. The text goes to the operator's log, never to the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FetchError {
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    #[error("no card within {} s (roster.card_timeout_secs)", .0.as_secs_f32())]
+    Timeout(Duration),
+    #[error("cannot reach {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("{url} answered HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("the card is larger than {MAX_CARD_BYTES} bytes")]
+    TooLarge,
+    #[error("the card is not an A2A agent card: {0}")]
+    Malformed(String),
+}
+
+/// Fetches and parses cards; one per start-up, shared by every fetch so they run concurrently
+/// over one connection pool.
+#[derive(Clone)]
+pub struct CardFetcher {
+    http: reqwest::Client,
+    timeout: Duration,
+}
+
+impl CardFetcher {
+    /// A fetcher whose every fetch ends within `timeout`.
+    ///
+    /// Redirects are not followed: the operator registers the URL the card is served at, and a
+    /// card that points somewhere else should be looked at, not silently chased.
+    pub fn new(timeout: Duration) -> Result<CardFetcher, FetchError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|err| FetchError::Client(error_chain(&err)))?;
+        Ok(CardFetcher { http, timeout })
+    }
+
+    /// The card of the agent at `base_url`.
+    pub async fn fetch(&self, base_url: &str) -> Result<AgentCard, FetchError> {
+        let url = format!("{}{CARD_PATH}", base_url.trim_end_matches('/'));
+        match tokio::time::timeout(self.timeout, self.fetch_unbounded(&url)).await {
+            Ok(result) => result,
+            Err(_) => Err(FetchError::Timeout(self.timeout)),
+        }
+    }
+
+    async fn fetch_unbounded(&self, url: &str) -> Result<AgentCard, FetchError> {
+        let unreachable = |err: reqwest::Error| FetchError::Unreachable {
+            url: url.to_string(),
+            reason: error_chain(&err),
+        };
+        let mut response = self
+            .http
+            .get(url)
+            .header(A2A_VERSION_HEADER, SUPPORTED_VERSION)
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(unreachable)?;
+        if !response.status().is_success() {
+            return Err(FetchError::Status {
+                url: url.to_string(),
+                status: response.status().as_u16(),
+            });
+        }
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_CARD_BYTES as u64)
+        {
+            return Err(FetchError::TooLarge);
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
+            if body.len() + chunk.len() > MAX_CARD_BYTES {
+                return Err(FetchError::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        serde_json::from_slice(&body).map_err(|err| FetchError::Malformed(err.to_string()))
+    }
+}
+
+/// An error with its causes, `a: b: c`, because reqwest's own text ("error sending request")
+/// hides the reason an operator needs (connection refused, DNS, TLS).
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

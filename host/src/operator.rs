@@ -1,0 +1,128 @@
+//! What the operator commands print (`harness check`, `harness plugins`, `harness context`):
+//! each builds what `serve` would (model, agents, plugins) without serving, and reports it.
+
+use std::fmt::Write;
+
+use crate::agents::{Discovery, Registry, Roster, build_roster, own_card};
+use crate::config::Config;
+use crate::model::build_model;
+use crate::plugins::PluginHost;
+use crate::runtime::{StartError, plugin_settings, prompt_context, render_context};
+
+/// The agents as `serve` would find them: every card fetched and checked.
+async fn discover(config: &Config) -> (Discovery, Roster) {
+    let base_url = config.server.effective_base_url();
+    let discovery = Registry::discover(
+        own_card(&config.card, &base_url),
+        &base_url,
+        &config.agents,
+        config.roster.card_timeout(),
+    )
+    .await;
+    let roster = build_roster(&discovery.registry, config.roster.caps());
+    (discovery, roster)
+}
+
+async fn plugins(config: &Config, roster: &Roster) -> Result<PluginHost, StartError> {
+    Ok(PluginHost::load(&plugin_settings(config), &prompt_context(config, roster)).await?)
+}
+
+/// `harness check`: the configuration, the model, the plugins, and which agents would be
+/// registered and why any would not.
+pub async fn check(config: &Config) -> Result<String, StartError> {
+    let model = build_model(
+        &config.model,
+        |path| config.resolve(path),
+        |name| std::env::var(name).ok(),
+    )?;
+    let (discovery, roster) = discover(config).await;
+    let host = plugins(config, &roster).await?;
+    let source = config
+        .source
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "embedded default".to_string());
+    let mut out = String::new();
+    let _ = writeln!(out, "configuration: {source}");
+    let _ = writeln!(out, "listen:        {}", config.server.bind);
+    let _ = writeln!(out, "base URL:      {}", config.server.effective_base_url());
+    let _ = writeln!(out, "model:         {}", model.describe());
+    let _ = writeln!(
+        out,
+        "store:         {}",
+        config.resolve(&config.store.path).display()
+    );
+    let _ = writeln!(
+        out,
+        "limits:        max_turns {}, turn budget {} tokens, compaction at {}",
+        config.limits.max_turns,
+        config.context.turn_budget_tokens,
+        config.context.compaction_fraction
+    );
+    for plugin in host.summaries() {
+        let _ = writeln!(
+            out,
+            "plugin:        {} ({} {}): {} section edits, {} tools",
+            plugin.file,
+            plugin.name,
+            plugin.version,
+            plugin.sections.len(),
+            plugin.tools.len()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "card:          {} (self: this harness)",
+        roster.self_entry().name
+    );
+    if config.agents.is_empty() {
+        let _ = writeln!(out, "agents:        (none)");
+    }
+    for agent in &config.agents {
+        let entry = roster.entries().iter().find(|e| e.id == agent.id);
+        let refusal = discovery.refused.iter().find(|r| r.id == agent.id);
+        let verdict = match (entry, refusal) {
+            (Some(entry), _) => format!(
+                "registered as \"{}\" with {} skills",
+                entry.name,
+                entry.skills.len() + entry.omitted_skills
+            ),
+            (None, Some(refused)) => format!("not registered: {}", refused.reason),
+            (None, None) => "not registered".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "agent:         {} at {}: {verdict}",
+            agent.id, agent.url
+        );
+    }
+    Ok(out)
+}
+
+/// `harness plugins`: each loaded plugin with the sections and tools it contributes.
+pub async fn plugin_list(config: &Config) -> Result<String, StartError> {
+    let (_, roster) = discover(config).await;
+    let host = plugins(config, &roster).await?;
+    let mut out = String::new();
+    for plugin in host.summaries() {
+        let _ = writeln!(out, "{} — {} {}", plugin.file, plugin.name, plugin.version);
+        let list = |items: &[String]| {
+            if items.is_empty() {
+                "(none)".to_string()
+            } else {
+                items.join(", ")
+            }
+        };
+        let _ = writeln!(out, "  sections: {}", list(&plugin.sections));
+        let _ = writeln!(out, "  tools:    {}", list(&plugin.tools));
+    }
+    Ok(out)
+}
+
+/// `harness context`: the static prefix exactly as the model receives it, and the tools.
+pub async fn context(config: &Config) -> Result<String, StartError> {
+    let (_, roster) = discover(config).await;
+    let host = plugins(config, &roster).await?;
+    render_context(config, &host, &roster)
+        .map_err(|err| StartError::Serve(std::io::Error::other(err.to_string())))
+}

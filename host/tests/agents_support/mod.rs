@@ -1,0 +1,318 @@
+//! Test support for the agents tests: real A2A card servers on loopback (well-behaved, slow,
+//! down, hostile), an OpenAI-compatible stub model that records every request, and a harness
+//! started in-process with a configuration that lists those agents.
+
+#![allow(dead_code)] // Each test file uses a different part of this support.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use tiny_harness::a2a::client::A2aClient;
+use tiny_harness::a2a::types::{
+    Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
+};
+use tiny_harness::config::Config;
+use tiny_harness::runtime::Runtime;
+
+/// What a card server does when asked for its card.
+#[derive(Clone)]
+pub enum Behaviour {
+    /// Serves the card the closure builds from the server's own base URL.
+    Card(Arc<dyn Fn(&str) -> Value + Send + Sync>),
+    /// Waits, then serves the card.
+    Slow(Duration, Arc<dyn Fn(&str) -> Value + Send + Sync>),
+    /// Answers with this status and body.
+    Raw(u16, String),
+}
+
+/// A card server on 127.0.0.1:0 that counts the requests it gets.
+pub struct CardServer {
+    pub url: String,
+    pub port: u16,
+    pub hits: Arc<AtomicUsize>,
+}
+
+#[derive(Clone)]
+struct CardState {
+    url: String,
+    behaviour: Behaviour,
+    hits: Arc<AtomicUsize>,
+}
+
+async fn serve_card(State(state): State<CardState>) -> Response {
+    state.hits.fetch_add(1, Ordering::SeqCst);
+    match &state.behaviour {
+        Behaviour::Card(card) => Json(card(&state.url)).into_response(),
+        Behaviour::Slow(delay, card) => {
+            tokio::time::sleep(*delay).await;
+            Json(card(&state.url)).into_response()
+        }
+        Behaviour::Raw(status, body) => (
+            StatusCode::from_u16(*status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body.clone(),
+        )
+            .into_response(),
+    }
+}
+
+impl CardServer {
+    /// Starts a server that behaves as told.
+    pub async fn start(behaviour: Behaviour) -> CardServer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let url = format!("http://127.0.0.1:{port}");
+        let hits = Arc::new(AtomicUsize::new(0));
+        let state = CardState {
+            url: url.clone(),
+            behaviour,
+            hits: hits.clone(),
+        };
+        let app = axum::Router::new()
+            .route("/.well-known/agent-card.json", get(serve_card))
+            .with_state(state);
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        CardServer { url, port, hits }
+    }
+
+    /// Serves the card `card` builds from the server's URL.
+    pub async fn card(card: impl Fn(&str) -> Value + Send + Sync + 'static) -> CardServer {
+        CardServer::start(Behaviour::Card(Arc::new(card))).await
+    }
+
+    /// How many times the card was asked for.
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// A URL on which nothing listens: a port that was bound, then released.
+pub async fn closed_port_url() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}")
+}
+
+/// A well-formed A2A 1.0 card at `url` with the given name, description and skills.
+pub fn card_json(url: &str, name: &str, description: &str, skills: &[(&str, &str)]) -> Value {
+    let skills: Vec<Value> = skills
+        .iter()
+        .enumerate()
+        .map(|(i, (name, description))| {
+            json!({"id": format!("skill-{i}"), "name": name, "description": description, "tags": []})
+        })
+        .collect();
+    json!({
+        "name": name,
+        "description": description,
+        "version": "7.7.7-card-version",
+        "documentationUrl": format!("{url}/docs"),
+        "provider": {"url": format!("{url}/about"), "organization": "Provider Org 42"},
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {"streaming": true},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": skills,
+    })
+}
+
+/// The stub model's next answer to a turn.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A `create_plan` tool call, so the task takes another turn.
+    Plan,
+    /// A final answer.
+    Final(String),
+}
+
+/// An OpenAI-compatible model that records every request body. Turn requests get the queued
+/// replies in order (a final "done" when the queue is empty); summary requests get a summary.
+#[derive(Clone)]
+pub struct StubModel {
+    pub url: String,
+    requests: Arc<Mutex<Vec<Value>>>,
+}
+
+#[derive(Clone)]
+struct StubState {
+    requests: Arc<Mutex<Vec<Value>>>,
+    replies: Arc<Mutex<Vec<Reply>>>,
+}
+
+async fn chat(State(state): State<StubState>, Json(body): Json<Value>) -> Json<Value> {
+    state.requests.lock().unwrap().push(body.clone());
+    let usage = json!({"prompt_tokens": 10, "completion_tokens": 5});
+    if is_summary(&body) {
+        let message = json!({"role": "assistant", "content": "Summary: a plan was attached."});
+        return Json(json!({"choices": [{"message": message}], "usage": usage}));
+    }
+    let reply = {
+        let mut replies = state.replies.lock().unwrap();
+        if replies.is_empty() {
+            Reply::Final("done".into())
+        } else {
+            replies.remove(0)
+        }
+    };
+    let message = match reply {
+        Reply::Plan => json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": format!("call-{}", uuid::Uuid::new_v4()), "type": "function",
+            "function": {"name": "create_plan",
+                         "arguments": "{\"steps\":[{\"name\":\"Look\",\"description\":\"look\"}]}"}}]}),
+        Reply::Final(text) => json!({"role": "assistant", "content": text}),
+    };
+    Json(json!({"choices": [{"message": message}], "usage": usage}))
+}
+
+fn is_summary(body: &Value) -> bool {
+    body["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("Summarise the conversation"))
+}
+
+impl StubModel {
+    /// Starts the stub with the replies it gives to turn requests, in order.
+    pub async fn start(replies: Vec<Reply>) -> StubModel {
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let state = StubState {
+            requests: requests.clone(),
+            replies: Arc::new(Mutex::new(replies)),
+        };
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        StubModel { url, requests }
+    }
+
+    /// Every request received, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    /// The turn requests (not summaries), in order.
+    pub fn turn_requests(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|body| !is_summary(body))
+            .collect()
+    }
+
+    /// The `[model]` section that points a harness at this stub.
+    pub fn config(&self) -> String {
+        format!(
+            "[model]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"stub\"\n",
+            self.url
+        )
+    }
+}
+
+/// The system message of a chat-completions request: the static prefix.
+pub fn instructions(body: &Value) -> String {
+    assert_eq!(body["messages"][0]["role"], "system", "{body}");
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The body of the `<agents>` section: the last section of the static prefix.
+pub fn agents_section(instructions: &str) -> String {
+    let start = instructions
+        .rfind("\n<agents>\n")
+        .expect("the prefix has an agents section");
+    let body = &instructions[start + "\n<agents>\n".len()..];
+    body.strip_suffix("\n</agents>")
+        .expect("the agents section ends the prefix")
+        .to_string()
+}
+
+/// A harness running in-process on 127.0.0.1:0.
+pub struct Harness {
+    pub client: A2aClient,
+    pub base_url: String,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    /// Starts a harness with `extra` appended to a configuration that binds port 0 and keeps
+    /// its store in a temporary folder.
+    pub async fn start(extra: &str) -> Harness {
+        let dir = tempfile::tempdir().unwrap();
+        let text =
+            format!("[server]\nbind = \"127.0.0.1:0\"\n[store]\npath = \"harness.db\"\n{extra}");
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, &text).unwrap();
+        let config = Config::load(&path).unwrap();
+        let runtime = Runtime::build(config).await.unwrap();
+        let listener = runtime.bind().await.unwrap();
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let done = tokio::spawn(async move {
+            runtime
+                .serve(listener, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+        });
+        Harness {
+            client: A2aClient::new(base_url.clone()).unwrap(),
+            base_url,
+            stop: Some(stop),
+            done,
+            _dir: dir,
+        }
+    }
+
+    /// Sends a task and waits for it to settle.
+    pub async fn run_task(&self, text: &str) -> Task {
+        let request = SendMessageRequest {
+            tenant: String::new(),
+            message: Message {
+                message_id: uuid::Uuid::new_v4().to_string(),
+                role: Role::User,
+                parts: vec![Part::text(text)],
+                ..Message::default()
+            },
+            configuration: Some(SendMessageConfiguration::default()),
+            metadata: None,
+        };
+        match self.client.send_message(request).await.unwrap() {
+            SendMessageResponse::Task(task) => task,
+            SendMessageResponse::Message(message) => panic!("expected a task, got {message:?}"),
+        }
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.done.await;
+    }
+}
+
+/// `[[agents]]` entries for `(id, url)` pairs.
+pub fn agents_config(agents: &[(&str, &str)]) -> String {
+    agents
+        .iter()
+        .map(|(id, url)| format!("[[agents]]\nid = \"{id}\"\nurl = \"{url}\"\n"))
+        .collect()
+}
