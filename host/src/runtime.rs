@@ -88,6 +88,9 @@ impl Runtime {
         let plugins =
             PluginHost::load(&plugin_settings(&config), &prompt_context(&config, &roster)).await?;
         let prefix = static_prefix(&config, &plugins, &roster);
+        plugins
+            .toolbox()
+            .attach_registry(Arc::new(registry.clone()));
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,

@@ -2,9 +2,12 @@
 //! call is in flight and recorded; the engine applies the recorded effects only if the call as a
 //! whole succeeds. Outside a call (start-up) every effect fails with `host.no_task`.
 
+use std::sync::Arc;
+
 use super::bindings::host::{self, Level, StepInput, SubtaskBrief, SubtaskRef};
 use super::bindings::types::{self, ToolError as WitToolError};
 use super::sandbox::StoreData;
+use crate::agents::{Registry, SELF_ID, UnknownAgent};
 use crate::engine::effects::{self, StepRequest};
 use crate::engine::tools::{Effect, ToolError};
 use crate::tasks::record::TaskRecord;
@@ -14,12 +17,14 @@ pub const MAX_LOG_CHARS: usize = 2_000;
 /// Effects one call may request: enough for any honest tool, a bound for a runaway one.
 pub const MAX_EFFECTS_PER_CALL: usize = 64;
 
-/// The state of one `invoke`: the task as it was when the call began, and the effects accepted
-/// so far.
+/// The state of one `invoke`: the task as it was when the call began, the effects accepted so
+/// far, and the registry agent ids are checked against.
 #[derive(Debug, Clone)]
 pub struct CallState {
     pub record: TaskRecord,
     pub effects: Vec<Effect>,
+    /// `None` where no registry was attached: then only `self` is known.
+    pub registry: Option<Arc<Registry>>,
 }
 
 fn to_wit(err: ToolError) -> WitToolError {
@@ -104,10 +109,28 @@ impl host::Host for StoreData {
         })
     }
 
-    async fn spawn_subtask(&mut self, _brief: SubtaskBrief) -> Result<SubtaskRef, WitToolError> {
+    async fn spawn_subtask(&mut self, brief: SubtaskBrief) -> Result<SubtaskRef, WitToolError> {
+        let Some(call) = self.call.as_ref() else {
+            return Err(wit_error(
+                "host.no_task",
+                "task effects are only available while a tool call runs",
+            ));
+        };
+        // The host checks the id itself, whatever the plugin did: an unknown id (a guess, a
+        // URL, an id copied from a message) fails here, before anything is created or contacted.
+        let agent = brief.agent.as_deref();
+        let resolved = match &call.registry {
+            Some(registry) => registry.resolve(agent).map(|a| a.id.clone()),
+            None => match agent {
+                None => Ok(SELF_ID.to_string()),
+                Some(id) if id == SELF_ID => Ok(SELF_ID.to_string()),
+                Some(id) => Err(UnknownAgent::new(id, vec![SELF_ID.to_string()])),
+            },
+        };
+        let agent = resolved.map_err(|unknown| wit_error(unknown.code(), unknown.message()))?;
         Err(wit_error(
             "tool.unavailable",
-            "sub-tasks are not available on this harness yet",
+            format!("delegation to {agent} is not available on this harness yet"),
         ))
     }
 

@@ -14,6 +14,7 @@ use super::errors::{PluginError, describe_failure};
 use super::host_api::CallState;
 use super::loader::LoadedPlugin;
 use super::sandbox::{CallLimits, store};
+use crate::agents::Registry;
 use crate::engine::tools::{ToolContext, ToolHost, ToolOutcome};
 use crate::model::{ToolCall, ToolSpec};
 
@@ -37,6 +38,8 @@ struct Entry {
 /// Every plugin's tools.
 pub struct Toolbox {
     engine: Engine,
+    /// The agents `spawn_subtask` may name; attached once at start-up.
+    registry: std::sync::OnceLock<Arc<Registry>>,
     limits: CallLimits,
     entries: HashMap<String, Entry>,
     specs: Vec<ToolSpec>,
@@ -112,10 +115,16 @@ impl Toolbox {
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Toolbox {
             engine,
+            registry: std::sync::OnceLock::new(),
             limits,
             entries,
             specs,
         })
+    }
+
+    /// Attaches the registry agent ids are checked against. Until then only `self` is known.
+    pub fn attach_registry(&self, registry: Arc<Registry>) {
+        let _ = self.registry.set(registry);
     }
 
     /// The plugin file that provides a tool.
@@ -198,6 +207,7 @@ impl ToolHost for Toolbox {
         let state = CallState {
             record: context.record.clone(),
             effects: Vec::new(),
+            registry: self.registry.get().cloned(),
         };
         let mut store = store(&self.engine, &plugin.file, self.limits, Some(state));
         let arguments_text = arguments.to_string();

@@ -134,6 +134,8 @@ pub enum Reply {
     Plan,
     /// A final answer.
     Final(String),
+    /// Calls the named tool with these JSON arguments.
+    Tool(String, String),
 }
 
 /// An OpenAI-compatible model that records every request body. Turn requests get the queued
@@ -171,6 +173,11 @@ async fn chat(State(state): State<StubState>, Json(body): Json<Value>) -> Json<V
             "function": {"name": "create_plan",
                          "arguments": "{\"steps\":[{\"name\":\"Look\",\"description\":\"look\"}]}"}}]}),
         Reply::Final(text) => json!({"role": "assistant", "content": text}),
+        Reply::Tool(name, arguments) => {
+            json!({"role": "assistant", "content": null, "tool_calls": [{
+            "id": format!("call-{}", uuid::Uuid::new_v4()), "type": "function",
+            "function": {"name": name, "arguments": arguments}}]})
+        }
     };
     Json(json!({"choices": [{"message": message}], "usage": usage}))
 }
