@@ -430,3 +430,107 @@ async fn a_participant_not_on_the_task_gets_not_found() {
         .unwrap();
     assert!(listed.tasks.is_empty());
 }
+
+/// Answers at once, but first links an open sub-task to the task, as a delegation would.
+struct LinksSubtask {
+    hub: std::sync::OnceLock<Arc<TaskHub>>,
+}
+
+#[async_trait::async_trait]
+impl Model for LinksSubtask {
+    fn describe(&self) -> String {
+        "links a sub-task".into()
+    }
+    fn context_window(&self) -> Option<usize> {
+        None
+    }
+    async fn complete(
+        &self,
+        request: &tiny_harness::model::ModelRequest,
+    ) -> Result<ModelReply, tiny_harness::model::ModelError> {
+        let ChatMessage::User { content } = &request.messages[0] else {
+            unreachable!()
+        };
+        let id = content
+            .lines()
+            .find_map(|l| l.strip_prefix("goal: "))
+            .unwrap_or_default()
+            .to_string();
+        let hub = self.hub.get().expect("hub set");
+        let tasks = hub.store().list_tasks(&tiny_harness::store::TaskFilter {
+            participant_id: "user".into(),
+            limit: 10,
+            ..Default::default()
+        });
+        let task_id = tasks.unwrap().tasks[0].id.clone();
+        hub.change(&task_id, |record, _| {
+            record
+                .ext
+                .sub_tasks
+                .push(tiny_harness::tasks::extension::TaskLink {
+                    task_id: format!("child-of-{id}"),
+                    agent: None,
+                    state: Some("TASK_STATE_WORKING".into()),
+                });
+            Ok(())
+        })
+        .unwrap();
+        Ok(reply("all done"))
+    }
+}
+
+#[tokio::test]
+async fn a_task_does_not_complete_while_a_sub_task_is_open() {
+    let model = Arc::new(LinksSubtask {
+        hub: std::sync::OnceLock::new(),
+    });
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let h = harness(store.clone(), model.clone(), settings()).await;
+    // The test double needs the same hub the engine writes through: the store is shared, and
+    // the hub's changes are transactions on it.
+    let _ = model.hub.set(Arc::new(TaskHub::new(store.clone())));
+    let sub = h
+        .tasks
+        .send_message(&caller(), user_message("wait for the child", ""))
+        .await
+        .unwrap();
+    let id = sub.snapshot.id.clone();
+    // The model answered, but the sub-task is open: the task waits, WORKING.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let journal: Vec<(i64, JournalEntry)> = store.journal(&id).unwrap();
+            if journal
+                .iter()
+                .any(|(_, e)| matches!(e, JournalEntry::ModelCall { .. }))
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let waiting = h.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();
+    assert_eq!(waiting.status.state, TaskState::Working);
+    // The child finishes; the parent is told and completes with its answer.
+    let hub = TaskHub::new(store.clone());
+    hub.change(&id, |record, _| {
+        record.ext.sub_tasks[0].state = Some("TASK_STATE_COMPLETED".into());
+        Ok(())
+    })
+    .unwrap();
+    tiny_harness::engine::Engine::wake(h.engine.as_ref(), &id);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let task = h.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();
+            if task.status.state == TaskState::Completed {
+                assert_eq!(task.status.message.unwrap().text(), "all done");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the task completed once its sub-task did");
+}
