@@ -16,7 +16,7 @@ use tiny_harness::config::Config;
 use tiny_harness::engine::{ToolContext, ToolHost, ToolOutcome};
 use tiny_harness::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall};
 use tiny_harness::plugins::{CacheOutcome, CallLimits, PluginHost, PluginSettings};
-use tiny_harness::runtime::{Runtime, prompt_context};
+use tiny_harness::runtime::{Runtime, offline_prompt_context};
 use tiny_harness::tasks::extension::TaskExtension;
 use tiny_harness::tasks::record::TaskRecord;
 
@@ -71,7 +71,7 @@ fn built() -> &'static Built {
             let host = runtime
                 .block_on(PluginHost::load(
                     &settings,
-                    &prompt_context(&Config::default()),
+                    &offline_prompt_context(&Config::default()),
                 ))
                 .expect("the example plugins load");
             eprintln!(
@@ -112,7 +112,7 @@ async fn load() -> PluginHost {
     let dir = folder();
     let mut settings = settings(built());
     settings.dir = Some(dir.path().to_path_buf());
-    PluginHost::load(&settings, &prompt_context(&Config::default()))
+    PluginHost::load(&settings, &offline_prompt_context(&Config::default()))
         .await
         .unwrap_or_else(|err| panic!("the example plugins do not load: {err}"))
 }
