@@ -7,6 +7,11 @@ use serde_json::{Map, Value};
 /// A JSON object, as `google.protobuf.Struct` is in protobuf-JSON.
 pub type Struct = Map<String, Value>;
 
+/// The `Message.metadata` key that marks an agent message as itself the reply to the message
+/// that started its task (a direct reply), not a report on the task: a blocking `SendMessage`
+/// answers with such a message instead of the task.
+pub const DIRECT_REPLY_KEY: &str = "io.github.madarauchiha-314.tiny-harness/directReply";
+
 /// The lifecycle state of a task. Serialised as `TASK_STATE_*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum TaskState {
