@@ -1,5 +1,6 @@
 //! A2A 1.0 protocol types in their protobuf-JSON shape: camelCase fields, enum names as strings,
-//! parts without a `kind` tag. Only what `a2a.proto` 1.0 defines lives here.
+//! parts without a `kind` tag. Only what `a2a.proto` 1.0 defines lives here. Request types also
+//! read a field by its proto name (`history_length`), as protobuf-JSON parsers must.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -106,6 +107,7 @@ pub struct Part {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub filename: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "media_type")]
     pub media_type: String,
 }
 
@@ -145,10 +147,13 @@ impl Part {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
+    #[serde(alias = "message_id")]
     pub message_id: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     pub role: Role,
     pub parts: Vec<Part>,
@@ -157,6 +162,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "reference_task_ids")]
     pub reference_task_ids: Vec<String>,
 }
 
@@ -281,6 +287,7 @@ pub struct TaskPushNotificationConfig {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     #[serde(default)]
     pub url: String,
@@ -295,12 +302,16 @@ pub struct TaskPushNotificationConfig {
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "accepted_output_modes")]
     pub accepted_output_modes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "task_push_notification_config")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
     #[serde(default)]
+    #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
 }
 
@@ -325,6 +336,7 @@ pub struct GetTaskRequest {
     pub tenant: String,
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
 }
 
@@ -335,19 +347,25 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<TaskState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "page_size")]
     pub page_size: Option<i32>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "page_token")]
     pub page_token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
     /// ISO 8601; only tasks whose status changed after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "status_timestamp_after")]
     pub status_timestamp_after: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
 }
 
@@ -538,6 +556,22 @@ mod tests {
             value["statusUpdate"]["status"]["state"],
             "TASK_STATE_WORKING"
         );
+    }
+
+    #[test]
+    fn request_fields_are_read_by_their_proto_names_too() {
+        let request: GetTaskRequest =
+            serde_json::from_value(json!({"id": "t", "history_length": 1})).unwrap();
+        assert_eq!(request.history_length, Some(1));
+        let request: ListTasksRequest =
+            serde_json::from_value(json!({"context_id": "c", "pageSize": 2})).unwrap();
+        assert_eq!(
+            (request.context_id.as_str(), request.page_size),
+            ("c", Some(2))
+        );
+        let part: Part =
+            serde_json::from_value(json!({"raw": "eA==", "media_type": "text/plain"})).unwrap();
+        assert_eq!(part.media_type, "text/plain");
     }
 
     #[test]
