@@ -30,19 +30,24 @@ async fn task(harness: &Harness, prefix: &str) -> Value {
 }
 
 #[tokio::test]
-async fn the_card_lists_the_http_json_interface_beside_json_rpc() {
+async fn the_card_lists_http_json_and_json_rpc_0_3_beside_json_rpc_1_0() {
     let harness = Harness::conformance().await;
     let (status, card) = harness
         .rest("GET", "/.well-known/agent-card.json", None)
         .await;
     assert_eq!(status, 200);
-    let bindings: Vec<&str> = card["supportedInterfaces"]
+    let interfaces: Vec<String> = card["supportedInterfaces"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|i| i["protocolBinding"].as_str().unwrap())
+        .map(|i| format!("{} {}", i["protocolBinding"], i["protocolVersion"]))
         .collect();
-    assert_eq!(bindings, ["JSONRPC", "HTTP+JSON"]);
+    let expected = [
+        r#""JSONRPC" "1.0""#,
+        r#""HTTP+JSON" "1.0""#,
+        r#""JSONRPC" "0.3""#,
+    ];
+    assert_eq!(interfaces, expected);
     assert_eq!(card["supportedInterfaces"][1]["url"], harness.base.as_str());
 }
 

@@ -1,6 +1,7 @@
 //! The agent card this harness serves at `/.well-known/agent-card.json`: who it is, where it
 //! listens, and which optional A2A capabilities it has.
 
+use crate::a2a::headers::LEGACY_VERSION;
 use crate::a2a::rest;
 use crate::a2a::types::{AgentCapabilities, AgentCard, AgentExtension, AgentInterface};
 use crate::tasks::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
@@ -23,23 +24,29 @@ const EXTENSION_DESCRIPTION: &str = "Task name, goal, acceptance criteria, parti
 
 /// The card for a harness reachable at `base_url`.
 ///
-/// Both bindings are served at the base URL: JSON-RPC first (the preferred one, §8.3.1), then
-/// HTTP+JSON. Streaming is on; push notifications and the extended card are off, so the server answers
+/// Every interface is served at the base URL: JSON-RPC 1.0 first (the preferred one, §8.3.1),
+/// then HTTP+JSON 1.0, then JSON-RPC 0.3 (§3.6.2 lets an agent list one interface per version;
+/// clients that speak 1.0 pick a 1.0 entry, as they must prefer it). Streaming is on; push
+/// notifications and the extended card are off, so the server answers
 /// those methods with the errors §3.3.4 prescribes. The task extension is optional: clients that
 /// do not know it still get plain A2A tasks.
 pub fn default_card(base_url: &str) -> AgentCard {
     AgentCard {
         name: AGENT_NAME.to_string(),
         description: DESCRIPTION.to_string(),
-        supported_interfaces: [PROTOCOL_BINDING, rest::PROTOCOL_BINDING]
-            .into_iter()
-            .map(|binding| AgentInterface {
-                url: base_url.to_string(),
-                protocol_binding: binding.to_string(),
-                tenant: String::new(),
-                protocol_version: PROTOCOL_VERSION.to_string(),
-            })
-            .collect(),
+        supported_interfaces: [
+            (PROTOCOL_BINDING, PROTOCOL_VERSION),
+            (rest::PROTOCOL_BINDING, PROTOCOL_VERSION),
+            (PROTOCOL_BINDING, LEGACY_VERSION),
+        ]
+        .into_iter()
+        .map(|(binding, version)| AgentInterface {
+            url: base_url.to_string(),
+            protocol_binding: binding.to_string(),
+            tenant: String::new(),
+            protocol_version: version.to_string(),
+        })
+        .collect(),
         version: AGENT_VERSION.to_string(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
@@ -70,13 +77,14 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn card_declares_jsonrpc_then_http_json_at_the_base_url() {
+    fn card_declares_jsonrpc_then_http_json_then_jsonrpc_0_3_at_the_base_url() {
         let card = serde_json::to_value(default_card("http://127.0.0.1:8080")).unwrap();
         assert_eq!(
             card["supportedInterfaces"],
             json!([
                 {"url":"http://127.0.0.1:8080","protocolBinding":"JSONRPC","protocolVersion":"1.0"},
-                {"url":"http://127.0.0.1:8080","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"}
+                {"url":"http://127.0.0.1:8080","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"},
+                {"url":"http://127.0.0.1:8080","protocolBinding":"JSONRPC","protocolVersion":"0.3"}
             ])
         );
         assert_eq!(card["name"], "tiny-harness");
