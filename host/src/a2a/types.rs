@@ -349,7 +349,12 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[serde(alias = "context_id")]
     pub context_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Read leniently: see [`state_filter`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "state_filter"
+    )]
     pub status: Option<TaskState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "page_size")]
@@ -367,6 +372,49 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
+}
+
+/// The name protobuf code generators give an enum value they cannot name; some SDKs send it for
+/// a filter that is not set.
+pub const UNRECOGNIZED_ENUM: &str = "UNRECOGNIZED";
+
+/// A state filter as protobuf-JSON writes an enum: by name or by number. `UNRECOGNIZED`, -1
+/// and null leave the filter unset (what the official JavaScript SDK sends when none is given);
+/// another unknown name is an error, so a misspelt filter does not silently list everything.
+fn state_filter<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<TaskState>, D::Error> {
+    use serde::de::Error;
+    const STATES: [TaskState; 9] = [
+        TaskState::Unspecified,
+        TaskState::Submitted,
+        TaskState::Working,
+        TaskState::Completed,
+        TaskState::Failed,
+        TaskState::Canceled,
+        TaskState::InputRequired,
+        TaskState::Rejected,
+        TaskState::AuthRequired,
+    ];
+    match Value::deserialize(deserializer)? {
+        Value::Null => Ok(None),
+        Value::String(name) if name == UNRECOGNIZED_ENUM => Ok(None),
+        Value::String(name) => TaskState::from_wire(&name)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("unknown task state {name:?}"))),
+        Value::Number(number) => match number.as_i64() {
+            Some(-1) => Ok(None),
+            Some(n) => usize::try_from(n)
+                .ok()
+                .and_then(|n| STATES.get(n).copied())
+                .map(Some)
+                .ok_or_else(|| D::Error::custom(format!("unknown task state number {n}"))),
+            None => Err(D::Error::custom("a task state number must be an integer")),
+        },
+        other => Err(D::Error::custom(format!(
+            "a task state must be a name, not {other}"
+        ))),
+    }
 }
 
 /// The result of `ListTasks`.
@@ -572,6 +620,23 @@ mod tests {
         let part: Part =
             serde_json::from_value(json!({"raw": "eA==", "media_type": "text/plain"})).unwrap();
         assert_eq!(part.media_type, "text/plain");
+    }
+
+    #[test]
+    fn a_state_filter_is_read_by_name_or_number_and_unrecognized_means_none() {
+        let read = |status: Value| {
+            serde_json::from_value::<ListTasksRequest>(json!({ "status": status }))
+                .map(|request| request.status)
+        };
+        assert_eq!(
+            read(json!("TASK_STATE_WORKING")).unwrap(),
+            Some(TaskState::Working)
+        );
+        assert_eq!(read(json!(3)).unwrap(), Some(TaskState::Completed));
+        assert_eq!(read(json!("UNRECOGNIZED")).unwrap(), None);
+        assert_eq!(read(json!(-1)).unwrap(), None);
+        assert!(read(json!("TASK_STATE_DONE")).is_err());
+        assert!(read(json!(42)).is_err());
     }
 
     #[test]
