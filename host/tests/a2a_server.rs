@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use a2a_support::{HOLD, PANIC_ID, Server, error_code, error_message, send_request, task_of};
 use tiny_harness::a2a::types::{ListTasksRequest, StreamResponse, TaskState};
-use tiny_harness::tasks::extension::EXTENSION_URI;
+use tiny_harness::tasks::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 
 #[tokio::test]
 async fn the_card_describes_a_streaming_jsonrpc_agent_with_the_optional_task_extension() {
@@ -24,7 +24,10 @@ async fn the_card_describes_a_streaming_jsonrpc_agent_with_the_optional_task_ext
     assert_eq!(card.capabilities.push_notifications, Some(false));
     assert_eq!(card.capabilities.extensions[0].uri, EXTENSION_URI);
     assert!(!card.capabilities.extensions[0].required);
-    assert_eq!(card.default_input_modes, ["text/plain", "application/json"]);
+    assert_eq!(
+        card.default_input_modes,
+        ["text/plain", "application/json", ENVELOPE_MEDIA_TYPE]
+    );
     assert_eq!(card.default_output_modes, ["text/plain"]);
     assert!(card.skills.is_empty() && card.security_schemes.is_empty());
 }
@@ -168,9 +171,12 @@ async fn a_request_without_a_method_is_an_invalid_request() {
 
 #[tokio::test]
 async fn an_unknown_method_is_method_not_found() {
-    let response = Server::start().await.rpc("message/send", json!({})).await;
-    assert_eq!(error_code(&response), -32601);
-    assert!(error_message(&response).contains("message/send"));
+    let server = Server::start().await;
+    for method in ["Frobnicate", "tasks/frobnicate"] {
+        let response = server.rpc(method, json!({})).await;
+        assert_eq!(error_code(&response), -32601);
+        assert!(error_message(&response).contains(method));
+    }
 }
 
 #[tokio::test]

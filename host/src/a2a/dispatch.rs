@@ -1,43 +1,34 @@
 //! The JSON-RPC endpoint: reads the body, checks the envelope and the A2A headers, and runs the
-//! method against the task service. Every JSON-RPC error is an HTTP 200 with a JSON body.
+//! method through [`ops`]. Every JSON-RPC error is an HTTP 200 with a JSON body. A 0.3 method
+//! name (`message/send`) hands the request to [`v03`], which speaks the 0.3 shapes over the same
+//! operations.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::a2a::headers;
 use crate::a2a::jsonrpc::{
-    self, EXTENDED_AGENT_CARD_NOT_CONFIGURED, PUSH_NOTIFICATION_NOT_SUPPORTED, Request, RequestId,
-    RpcError, parse_params,
+    self, CONTENT_TYPE_NOT_SUPPORTED, Request, RequestId, RpcError, parse_params,
 };
+use crate::a2a::ops::{self, Streaming};
 use crate::a2a::server::App;
-use crate::a2a::sse;
+use crate::a2a::sse::{self, Framing};
 use crate::a2a::types::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SendMessageResponse,
-    SubscribeToTaskRequest, Task,
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
-use crate::a2a::validate;
-use crate::tasks::{Caller, Subscription};
-
-/// How long a blocking `SendMessage` waits for its task to settle before answering with the task
-/// as it is. A client that needs longer should stream or poll; an HTTP request held open for
-/// hours helps nobody.
-pub const BLOCKING_SEND_MAX_WAIT: Duration = Duration::from_secs(10 * 60);
+use crate::a2a::v03;
+use crate::tasks::Caller;
 
 /// What a method produces: one JSON result, or a stream of them.
-enum Reply {
+pub(crate) enum Reply {
     Result(Value),
-    Stream {
-        subscription: Box<Subscription>,
-        history_length: Option<i32>,
-    },
+    Stream(Box<Streaming>),
 }
 
 /// `POST /`: one JSON-RPC request.
@@ -51,24 +42,37 @@ pub(crate) async fn rpc(
         // 413 when over the size limit; 400 when the body could not be read at all.
         Err(rejection) => return (rejection.status(), rejection.body_text()).into_response(),
     };
+    if let Err(error) = check_content_type(&headers) {
+        return json(jsonrpc::Response::failure(RequestId::Null, error));
+    }
     let request = match Request::parse(&body) {
         Ok(request) => request,
         Err((id, error)) => return json(jsonrpc::Response::failure(id, error)),
     };
     let Request { id, method, params } = request;
     tracing::debug!(%method, ?id, "JSON-RPC request");
-    let caller = match checked_headers(&app, &headers) {
+    let legacy = v03::is_method(&method);
+    let caller = match checked_headers(&app, &headers, legacy) {
         Ok(caller) => caller,
         Err(error) => return failure(id, &method, error),
     };
-    match call(&app, &caller, &method, params).await {
+    let (reply, framing) = if legacy {
+        let reply = v03::call(&app, &caller, &method, params).await;
+        (reply, Framing::JsonRpcV03(id.clone()))
+    } else {
+        let reply = call(&app, &caller, &method, params).await;
+        (reply, Framing::JsonRpc(id.clone()))
+    };
+    match reply {
         Ok(Reply::Result(value)) => json(jsonrpc::Response::success(id, value)),
-        Ok(Reply::Stream {
-            subscription,
-            history_length,
-        }) => {
+        Ok(Reply::Stream(streaming)) => {
+            let Streaming {
+                subscription,
+                history_length,
+                end,
+            } = *streaming;
             let service = app.state.service.clone();
-            sse::respond(service, caller, id, *subscription, history_length)
+            sse::respond(service, caller, framing, subscription, history_length, end)
         }
         Err(error) => failure(id, &method, error),
     }
@@ -79,10 +83,33 @@ fn failure(id: RequestId, method: &str, error: RpcError) -> Response {
     json(jsonrpc::Response::failure(id, error))
 }
 
-fn checked_headers(app: &App, headers: &HeaderMap) -> Result<Caller, RpcError> {
-    headers::check_version(headers)?;
+/// The version a request names must be the one its method names: 1.0 for `SendMessage`, 0.3 for
+/// `message/send` (§3.6.2).
+fn checked_headers(app: &App, headers: &HeaderMap, legacy: bool) -> Result<Caller, RpcError> {
+    if legacy {
+        headers::check_legacy_version(headers)?;
+    } else {
+        headers::check_version(headers)?;
+    }
     headers::check_extensions(headers, &app.supported_extensions)?;
     Ok(headers::caller(headers))
+}
+
+/// A body declared as something other than JSON is refused before it is parsed; a request that
+/// declares no type is read as JSON.
+fn check_content_type(headers: &HeaderMap) -> Result<(), RpcError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let value = String::from_utf8_lossy(value.as_bytes()).to_string();
+    if headers::is_json_media_type(&value) {
+        return Ok(());
+    }
+    Err(RpcError::new(
+        CONTENT_TYPE_NOT_SUPPORTED,
+        format!("Content-Type {value:?} is not supported; send application/json"),
+    )
+    .with_metadata("contentType", value))
 }
 
 /// A JSON-RPC response as HTTP 200 `application/json`.
@@ -90,7 +117,7 @@ pub(crate) fn json(response: jsonrpc::Response) -> Response {
     match serde_json::to_vec(&response) {
         Ok(body) => (
             StatusCode::OK,
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            [(header::CONTENT_TYPE, "application/json")],
             body,
         )
             .into_response(),
@@ -101,158 +128,47 @@ pub(crate) fn json(response: jsonrpc::Response) -> Response {
     }
 }
 
+/// Runs a 1.0 method.
 async fn call(app: &App, caller: &Caller, method: &str, params: Value) -> Result<Reply, RpcError> {
-    let service = app.state.service.as_ref();
-    let capabilities = &app.state.card.capabilities;
     match method {
         "SendMessage" => {
             let request: SendMessageRequest = parse_params(params)?;
-            check_send(&request)?;
-            let config = request.configuration.clone().unwrap_or_default();
-            let subscription = service.send_message(caller, request).await?;
-            let task = if config.return_immediately {
-                let mut task = subscription.snapshot;
-                validate::trim_history(&mut task, config.history_length);
-                task
-            } else {
-                wait_until_settled(app, caller, subscription, config.history_length).await?
-            };
-            to_value(&SendMessageResponse::Task(task))
+            to_value(&ops::send_message(app, caller, request).await?)
         }
         "SendStreamingMessage" => {
-            check_streaming(capabilities.streaming)?;
             let request: SendMessageRequest = parse_params(params)?;
-            check_send(&request)?;
-            let history_length = request
-                .configuration
-                .as_ref()
-                .and_then(|c| c.history_length);
-            let subscription = service.send_message(caller, request).await?;
-            Ok(Reply::Stream {
-                subscription: Box::new(subscription),
-                history_length,
-            })
+            let streaming = ops::send_streaming_message(app, caller, request).await?;
+            Ok(Reply::Stream(Box::new(streaming)))
         }
         "SubscribeToTask" => {
-            check_streaming(capabilities.streaming)?;
             let request: SubscribeToTaskRequest = parse_params(params)?;
-            validate::task_id("id", &request.id)?;
-            let subscription = service.subscribe(caller, &request.id).await?;
-            Ok(Reply::Stream {
-                subscription: Box::new(subscription),
-                history_length: None,
-            })
+            let streaming = ops::subscribe(app, caller, request).await?;
+            Ok(Reply::Stream(Box::new(streaming)))
         }
         "GetTask" => {
             let request: GetTaskRequest = parse_params(params)?;
-            validate::task_id("id", &request.id)?;
-            validate::history_length("historyLength", request.history_length)?;
-            let task = service
-                .get_task(caller, &request.id, request.history_length)
-                .await?;
-            to_value(&task)
+            to_value(&ops::get_task(app, caller, request).await?)
         }
         "ListTasks" => {
             let request: ListTasksRequest = parse_params(params)?;
-            validate::page_size(request.page_size)?;
-            validate::history_length("historyLength", request.history_length)?;
-            to_value(&service.list_tasks(caller, request).await?)
+            to_value(&ops::list_tasks(app, caller, request).await?)
         }
         "CancelTask" => {
             let request: CancelTaskRequest = parse_params(params)?;
-            validate::task_id("id", &request.id)?;
-            to_value(&service.cancel_task(caller, &request.id).await?)
+            to_value(&ops::cancel_task(app, caller, request).await?)
         }
-        // The card says `pushNotifications: false`, so §3.3.4 requires this error for all four.
         "CreateTaskPushNotificationConfig"
         | "GetTaskPushNotificationConfig"
         | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => Err(push_not_supported()),
-        "GetExtendedAgentCard" => Err(match capabilities.extended_agent_card {
-            Some(true) => RpcError::new(
-                EXTENDED_AGENT_CARD_NOT_CONFIGURED,
-                "this agent has no extended agent card configured",
-            ),
-            _ => RpcError::unsupported(
-                "GetExtendedAgentCard is not supported: the agent card does not declare \
-                 capabilities.extendedAgentCard",
-            ),
-        }),
+        | "DeleteTaskPushNotificationConfig" => Err(ops::push_not_supported()),
+        "GetExtendedAgentCard" => Err(ops::extended_agent_card(app)),
         other => Err(RpcError::method_not_found(other)),
     }
 }
 
-/// Checks a `SendMessage` or `SendStreamingMessage` before the service sees it.
-fn check_send(request: &SendMessageRequest) -> Result<(), RpcError> {
-    validate::sent_message(&request.message)?;
-    if let Some(config) = &request.configuration {
-        validate::history_length("configuration.historyLength", config.history_length)?;
-        // A client that asks for pushes must not believe it will get them.
-        if config.task_push_notification_config.is_some() {
-            return Err(push_not_supported());
-        }
-    }
-    Ok(())
-}
-
-fn push_not_supported() -> RpcError {
-    RpcError::new(
-        PUSH_NOTIFICATION_NOT_SUPPORTED,
-        "push notifications are not supported: the agent card declares pushNotifications false",
-    )
-}
-
-fn check_streaming(streaming: Option<bool>) -> Result<(), RpcError> {
-    match streaming {
-        Some(true) => Ok(()),
-        _ => Err(RpcError::unsupported(
-            "streaming is not supported: the agent card does not declare capabilities.streaming",
-        )),
-    }
-}
-
-fn to_value<T: serde::Serialize>(value: &T) -> Result<Reply, RpcError> {
+/// A result as JSON.
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Result<Reply, RpcError> {
     serde_json::to_value(value)
         .map(Reply::Result)
         .map_err(RpcError::internal)
-}
-
-/// Waits for the task to settle (terminal, input or auth required), then answers with the task
-/// as the service then has it, so the reply carries every artifact and status message.
-async fn wait_until_settled(
-    app: &App,
-    caller: &Caller,
-    subscription: Subscription,
-    history_length: Option<i32>,
-) -> Result<Task, RpcError> {
-    let service = app.state.service.as_ref();
-    let Subscription {
-        snapshot,
-        mut events,
-    } = subscription;
-    let task_id = snapshot.id;
-    if !snapshot.status.state.is_settled() {
-        let deadline = tokio::time::sleep(BLOCKING_SEND_MAX_WAIT);
-        tokio::pin!(deadline);
-        loop {
-            tokio::select! {
-                _ = &mut deadline => {
-                    tracing::warn!(task = %task_id, "blocking SendMessage gave up waiting");
-                    break;
-                }
-                event = events.recv() => match event {
-                    Ok(event) if sse::settles(&event) => break,
-                    Ok(_) => {}
-                    Err(RecvError::Lagged(_)) => {
-                        let task = service.get_task(caller, &task_id, Some(0)).await?;
-                        if task.status.state.is_settled() {
-                            break;
-                        }
-                    }
-                    Err(RecvError::Closed) => break,
-                },
-            }
-        }
-    }
-    Ok(service.get_task(caller, &task_id, history_length).await?)
 }

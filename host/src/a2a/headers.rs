@@ -14,32 +14,62 @@ pub const A2A_EXTENSIONS_HEADER: &str = "a2a-extensions";
 pub const PARTICIPANT_HEADER: &str = "x-participant-id";
 /// The `Major.Minor` version this server speaks.
 pub const SUPPORTED_VERSION: &str = "1.0";
+/// The older version spoken on the JSON-RPC endpoint, by its 0.3 method names.
+pub const LEGACY_VERSION: &str = "0.3";
 
 /// Accepts `A2A-Version: 1.0` (a patch such as `1.0.2` is tolerated: §3.6 says patches never
 /// matter for compatibility) and refuses any other version with `VersionNotSupportedError`.
 ///
-/// A missing or empty header is accepted as 1.0. §3.6.2 says an empty value means 0.3, but this
-/// server only knows the 1.0 method names (`SendMessage`, not 0.3's `message/send`), so a request
-/// that reaches a method here was written against 1.0 whatever its headers say, and a real 0.3
-/// client gets `Method not found` for its 0.3 method names anyway.
+/// A missing or empty header is accepted as 1.0. §3.6.2 says an empty value means 0.3, but the
+/// method names of the two versions differ (`SendMessage`, 0.3's `message/send`), so a request
+/// that reaches a 1.0 method was written against 1.0 whatever its headers say; 0.3 clients,
+/// which send no header, use 0.3 names and are checked by [`check_legacy_version`].
 pub fn check_version(headers: &HeaderMap) -> Result<(), RpcError> {
+    check_one_of(headers, SUPPORTED_VERSION)
+}
+
+/// For a 0.3 method name: accepts no header, an empty one (§3.6.2: empty means 0.3) and
+/// `0.3[.patch]`; a request that names another version is refused.
+pub fn check_legacy_version(headers: &HeaderMap) -> Result<(), RpcError> {
+    check_one_of(headers, LEGACY_VERSION)
+}
+
+fn check_one_of(headers: &HeaderMap, version: &str) -> Result<(), RpcError> {
     let Some(raw) = headers.get(A2A_VERSION_HEADER) else {
         return Ok(());
     };
     let value = String::from_utf8_lossy(raw.as_bytes()).trim().to_string();
-    if value.is_empty() || is_supported_version(&value) {
+    if value.is_empty() || is_version(&value, version) {
         return Ok(());
     }
-    let message =
-        format!("A2A version {value:?} is not supported; this agent supports {SUPPORTED_VERSION}");
+    let message = format!(
+        "A2A version {value:?} is not supported here; this agent supports {SUPPORTED_VERSION} \
+         (and {LEGACY_VERSION} by its 0.3 JSON-RPC method names), and this request needs {version}"
+    );
     Err(RpcError::new(VERSION_NOT_SUPPORTED, message)
         .with_metadata("requestedVersion", value)
-        .with_metadata("supportedVersions", SUPPORTED_VERSION))
+        .with_metadata(
+            "supportedVersions",
+            format!("{SUPPORTED_VERSION}, {LEGACY_VERSION}"),
+        ))
 }
 
-/// `1.0` or `1.0.<patch>`, where the patch is digits.
-fn is_supported_version(value: &str) -> bool {
-    let Some(rest) = value.strip_prefix(SUPPORTED_VERSION) else {
+/// Whether a `Content-Type` value is JSON: `application/json`, or a `+json` type such as
+/// `application/a2a+json` (§11.1), parameters ignored.
+pub fn is_json_media_type(value: &str) -> bool {
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// `version` or `version.<patch>`, where the patch is digits.
+fn is_version(value: &str, version: &str) -> bool {
+    let Some(rest) = value.strip_prefix(version) else {
         return false;
     };
     match rest.strip_prefix('.') {
@@ -106,6 +136,25 @@ mod tests {
             assert!(err.message.contains(version), "{}", err.message);
             assert!(err.message.contains("supports 1.0"), "{}", err.message);
         }
+    }
+
+    #[test]
+    fn a_legacy_method_takes_no_header_an_empty_one_or_zero_point_three() {
+        assert!(check_legacy_version(&HeaderMap::new()).is_ok());
+        assert!(check_legacy_version(&with(A2A_VERSION_HEADER, "")).is_ok());
+        assert!(check_legacy_version(&with(A2A_VERSION_HEADER, "0.3")).is_ok());
+        assert!(check_legacy_version(&with(A2A_VERSION_HEADER, "0.3.0")).is_ok());
+        let err = check_legacy_version(&with(A2A_VERSION_HEADER, "1.0")).unwrap_err();
+        assert_eq!(err.code, VERSION_NOT_SUPPORTED);
+    }
+
+    #[test]
+    fn json_media_types_include_the_a2a_type_and_parameters() {
+        assert!(is_json_media_type("application/json"));
+        assert!(is_json_media_type("Application/JSON; charset=utf-8"));
+        assert!(is_json_media_type("application/a2a+json"));
+        assert!(!is_json_media_type("text/plain"));
+        assert!(!is_json_media_type("application/xml"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The A2A HTTP server: its routes (the agent card and the JSON-RPC endpoint), the limits every
-//! request passes (rate, body size, panics), and graceful serving.
+//! The A2A HTTP server: its routes (the agent card, the JSON-RPC endpoint and the HTTP+JSON
+//! binding), the limits every request passes (rate, body size, panics), and graceful serving.
 
 use std::any::Any;
 use std::future::Future;
@@ -23,9 +23,9 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::a2a::card::CARD_PATH;
-use crate::a2a::dispatch;
 use crate::a2a::jsonrpc::{self, RequestId, RpcError};
 use crate::a2a::types::AgentCard;
+use crate::a2a::{dispatch, rest};
 use crate::tasks::TaskService;
 
 /// How long agent-card caches may keep the card (§8.6.1); it only changes with a restart.
@@ -55,6 +55,8 @@ pub(crate) struct App {
     pub(crate) supported_extensions: Vec<String>,
     card_json: Bytes,
     card_etag: HeaderValue,
+    /// When the router was built: the card only changes with a restart.
+    card_last_modified: HeaderValue,
 }
 
 type PeerLimiter = DefaultKeyedRateLimiter<IpAddr>;
@@ -77,11 +79,14 @@ pub fn router(state: ServerState) -> Router {
         .iter()
         .map(|extension| extension.uri.clone())
         .collect();
+    let card_last_modified = HeaderValue::from_str(&http_date(time::OffsetDateTime::now_utc()))
+        .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"));
     let app = Arc::new(App {
         state,
         supported_extensions,
         card_json,
         card_etag,
+        card_last_modified,
     });
 
     // Layers run outside-in in the reverse of the order they are added: trace, catch panics,
@@ -89,6 +94,8 @@ pub fn router(state: ServerState) -> Router {
     let mut router = Router::new()
         .route(CARD_PATH, get(agent_card))
         .route("/", post(dispatch::rpc))
+        .merge(rest::routes())
+        .fallback(rest::not_found)
         .with_state(app)
         // Limits bodies without a Content-Length as they are read into bytes.
         .layer(DefaultBodyLimit::max(max_request_bytes))
@@ -134,7 +141,8 @@ pub async fn serve(
     }
 }
 
-/// `GET /.well-known/agent-card.json`, with the caching headers §8.6.1 recommends.
+/// `GET /.well-known/agent-card.json`, with the caching headers §8.6.1 recommends
+/// (`Cache-Control`, `ETag`, `Last-Modified`).
 async fn agent_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let cache = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECONDS}"))
         .unwrap_or_else(|_| HeaderValue::from_static("no-cache"));
@@ -142,6 +150,7 @@ async fn agent_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
         let headers = [
             (header::ETAG, app.card_etag.clone()),
             (header::CACHE_CONTROL, cache),
+            (header::LAST_MODIFIED, app.card_last_modified.clone()),
         ];
         return (StatusCode::NOT_MODIFIED, headers).into_response();
     }
@@ -152,8 +161,19 @@ async fn agent_card(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
         ),
         (header::ETAG, app.card_etag.clone()),
         (header::CACHE_CONTROL, cache),
+        (header::LAST_MODIFIED, app.card_last_modified.clone()),
     ];
     (headers, app.card_json.clone()).into_response()
+}
+
+/// An HTTP date (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
+fn http_date(at: time::OffsetDateTime) -> String {
+    let format = time::macros::format_description!(
+        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+    );
+    at.to_offset(time::UtcOffset::UTC)
+        .format(&format)
+        .unwrap_or_else(|_| "Thu, 01 Jan 1970 00:00:00 GMT".to_string())
 }
 
 /// Refuses a request with HTTP 429 and `Retry-After` when its peer IP is over its quota.
@@ -200,4 +220,15 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
         RequestId::Null,
         RpcError::internal(format!("handler panicked: {detail}")),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_dates_are_written_as_rfc_9110_asks() {
+        let at = time::macros::datetime!(1994-11-06 08:49:37 UTC);
+        assert_eq!(http_date(at), "Sun, 06 Nov 1994 08:49:37 GMT");
+    }
 }

@@ -1,5 +1,6 @@
 //! Server-Sent Events for `SendStreamingMessage` and `SubscribeToTask`: the task snapshot first,
-//! then each event as a JSON-RPC response, until the task settles.
+//! then each event, until the task settles. A [`Framing`] writes each item the way its binding
+//! wants it: a JSON-RPC response (1.0 or 0.3 shapes) or a bare `StreamResponse` (REST).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -11,8 +12,9 @@ use futures::Stream;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::a2a::jsonrpc::{self, RequestId, RpcError};
-use crate::a2a::types::{StreamResponse, Task};
+use crate::a2a::types::{StreamResponse, Task, TaskState};
 use crate::a2a::validate::trim_history;
+use crate::a2a::{rest, v03};
 use crate::tasks::{Caller, Subscription, TaskService};
 
 /// How often an idle stream sends a comment, so proxies and clients with read timeouts keep the
@@ -21,25 +23,88 @@ pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(15);
 
 /// Whether an event leaves its task in a state where a stream ends and a blocking send returns.
 pub fn settles(event: &StreamResponse) -> bool {
+    state_of(event).is_some_and(TaskState::is_settled)
+}
+
+fn state_of(event: &StreamResponse) -> Option<TaskState> {
     match event {
-        StreamResponse::StatusUpdate(update) => update.status.state.is_settled(),
-        StreamResponse::Task(task) => task.status.state.is_settled(),
-        StreamResponse::Message(_) | StreamResponse::ArtifactUpdate(_) => false,
+        StreamResponse::StatusUpdate(update) => Some(update.status.state),
+        StreamResponse::Task(task) => Some(task.status.state),
+        StreamResponse::Message(_) | StreamResponse::ArtifactUpdate(_) => None,
     }
 }
 
-/// The HTTP response streaming a subscription. `history_length` trims every task snapshot sent.
+/// When a stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// At the first event that settles the task (terminal, input or auth required): the stream
+    /// of a message just sent. The snapshot ends it only when terminal, since it was taken before
+    /// the message was worked (a task waiting for input is still waiting in it).
+    Settled,
+    /// When the task is terminal (§3.1.6): a subscription watches a task through its questions.
+    Terminal,
+}
+
+impl StreamEnd {
+    fn ends_at_snapshot(self, state: TaskState) -> bool {
+        state.is_terminal()
+    }
+
+    fn ends_at(self, state: TaskState) -> bool {
+        match self {
+            StreamEnd::Settled => state.is_settled(),
+            StreamEnd::Terminal => state.is_terminal(),
+        }
+    }
+}
+
+/// How each item of a stream is written as the `data` of one SSE event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Framing {
+    /// A JSON-RPC response carrying the request's id; the result is a 1.0 `StreamResponse`.
+    JsonRpc(RequestId),
+    /// A JSON-RPC response whose result is the event in its 0.3 shape (`kind`, `final`).
+    JsonRpcV03(RequestId),
+    /// The bare `StreamResponse` (§11.7); an error as a `google.rpc.Status` object.
+    Rest,
+}
+
+impl Framing {
+    /// The event data for one item.
+    pub fn encode(&self, item: Result<&StreamResponse, RpcError>) -> String {
+        let value = match (self, item) {
+            (Framing::JsonRpc(id), Ok(event)) => match serde_json::to_value(event) {
+                Ok(value) => jsonrpc::Response::success(id.clone(), value),
+                Err(err) => jsonrpc::Response::failure(id.clone(), RpcError::internal(err)),
+            },
+            (Framing::JsonRpcV03(id), Ok(event)) => {
+                jsonrpc::Response::success(id.clone(), v03::stream_event(event))
+            }
+            (Framing::JsonRpc(id) | Framing::JsonRpcV03(id), Err(error)) => {
+                jsonrpc::Response::failure(id.clone(), error)
+            }
+            (Framing::Rest, Ok(event)) => return to_text(event),
+            (Framing::Rest, Err(error)) => return to_text(&rest::status_body(&error)),
+        };
+        to_text(&value)
+    }
+}
+
+/// The HTTP response streaming a subscription until `end`. `history_length` trims every task
+/// snapshot sent.
 pub fn respond(
     service: Arc<dyn TaskService>,
     caller: Caller,
-    id: RequestId,
+    framing: Framing,
     subscription: Subscription,
     history_length: Option<i32>,
+    end: StreamEnd,
 ) -> Response {
     let follower = Follower {
         service,
         caller,
-        id,
+        framing,
+        end,
         task_id: subscription.snapshot.id.clone(),
         history_length,
         events: subscription.events,
@@ -52,8 +117,9 @@ pub fn respond(
 
 fn events(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> + Send {
     futures::stream::unfold(follower, |mut follower| async move {
-        let response = follower.next().await?;
-        Some((Ok(to_event(&response)), follower))
+        let item = follower.next().await?;
+        let data = follower.framing.encode(item.as_ref().map_err(Clone::clone));
+        Some((Ok(Event::default().data(data)), follower))
     })
 }
 
@@ -69,7 +135,8 @@ enum Phase {
 struct Follower {
     service: Arc<dyn TaskService>,
     caller: Caller,
-    id: RequestId,
+    framing: Framing,
+    end: StreamEnd,
     task_id: String,
     history_length: Option<i32>,
     events: tokio::sync::broadcast::Receiver<StreamResponse>,
@@ -77,23 +144,23 @@ struct Follower {
 }
 
 impl Follower {
-    /// The next response to send, or `None` once the stream is over.
-    async fn next(&mut self) -> Option<jsonrpc::Response> {
+    /// The next item to send, or `None` once the stream is over.
+    async fn next(&mut self) -> Option<Result<StreamResponse, RpcError>> {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Done => None,
             Phase::Snapshot(mut task) => {
-                if !task.status.state.is_settled() {
+                if !self.end.ends_at_snapshot(task.status.state) {
                     self.phase = Phase::Following;
                 }
                 trim_history(&mut task, self.history_length);
-                Some(self.result(&StreamResponse::Task(*task)))
+                Some(Ok(StreamResponse::Task(*task)))
             }
             Phase::Following => match self.events.recv().await {
                 Ok(event) => {
-                    if !settles(&event) {
+                    if !state_of(&event).is_some_and(|state| self.end.ends_at(state)) {
                         self.phase = Phase::Following;
                     }
-                    Some(self.result(&event))
+                    Some(Ok(event))
                 }
                 Err(RecvError::Lagged(missed)) => {
                     tracing::warn!(task = %self.task_id, missed, "stream lagged; resending the task");
@@ -106,42 +173,29 @@ impl Follower {
     }
 
     /// A fresh snapshot; the stream goes on after it if `continue_after` and it is unsettled.
-    async fn resync(&mut self, continue_after: bool) -> jsonrpc::Response {
+    async fn resync(&mut self, continue_after: bool) -> Result<StreamResponse, RpcError> {
         let fetched = self
             .service
             .get_task(&self.caller, &self.task_id, self.history_length)
             .await;
         match fetched {
             Ok(task) => {
-                if continue_after && !task.status.state.is_settled() {
+                if continue_after && !self.end.ends_at(task.status.state) {
                     self.phase = Phase::Following;
                 }
-                self.result(&StreamResponse::Task(task))
+                Ok(StreamResponse::Task(task))
             }
-            Err(err) => self.error(RpcError::from(err)),
+            Err(err) => Err(RpcError::from(err)),
         }
-    }
-
-    fn result(&self, response: &StreamResponse) -> jsonrpc::Response {
-        match serde_json::to_value(response) {
-            Ok(value) => jsonrpc::Response::success(self.id.clone(), value),
-            Err(err) => self.error(RpcError::internal(err)),
-        }
-    }
-
-    fn error(&self, error: RpcError) -> jsonrpc::Response {
-        jsonrpc::Response::failure(self.id.clone(), error)
     }
 }
 
-/// One response as one SSE event.
-fn to_event(response: &jsonrpc::Response) -> Event {
-    // A response of plain data cannot fail to serialise; the fallback is only for the type.
-    let text = serde_json::to_string(response).unwrap_or_else(|_| {
+/// JSON text of plain data. It cannot fail to serialise; the fallback is only for the type.
+fn to_text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| {
         r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#
             .to_string()
-    });
-    Event::default().data(text)
+    })
 }
 
 #[cfg(test)]
@@ -210,7 +264,8 @@ mod tests {
         Follower {
             service: Arc::new(Completed),
             caller: Caller::from_header(None),
-            id: RequestId::Number(9.into()),
+            framing: Framing::JsonRpc(RequestId::Number(9.into())),
+            end: StreamEnd::Settled,
             task_id: "t".into(),
             history_length: None,
             events,
@@ -220,7 +275,9 @@ mod tests {
 
     async fn states(mut follower: Follower) -> Vec<String> {
         let mut states = Vec::new();
-        while let Some(response) = follower.next().await {
+        while let Some(item) = follower.next().await {
+            let data = follower.framing.encode(item.as_ref().map_err(Clone::clone));
+            let response: jsonrpc::Response = serde_json::from_str(&data).unwrap();
             assert_eq!(response.id, RequestId::Number(9.into()));
             let result = response.result.expect("a result");
             let state = result["task"]["status"]["state"]
@@ -247,6 +304,57 @@ mod tests {
             "update TASK_STATE_INPUT_REQUIRED",
         ];
         assert_eq!(states(follower(receiver)).await, expected);
+    }
+
+    #[tokio::test]
+    async fn a_subscription_follows_the_task_through_its_questions_until_it_ends() {
+        let (sender, receiver) = broadcast::channel(8);
+        sender.send(update(TaskState::InputRequired)).unwrap();
+        sender.send(update(TaskState::Working)).unwrap();
+        sender.send(update(TaskState::Completed)).unwrap();
+        let mut subscription = follower(receiver);
+        subscription.end = StreamEnd::Terminal;
+        let expected = [
+            "task TASK_STATE_SUBMITTED",
+            "update TASK_STATE_INPUT_REQUIRED",
+            "update TASK_STATE_WORKING",
+            "update TASK_STATE_COMPLETED",
+        ];
+        assert_eq!(states(subscription).await, expected);
+    }
+
+    #[tokio::test]
+    async fn a_reply_to_a_question_streams_past_the_snapshot_that_still_waits() {
+        let (sender, receiver) = broadcast::channel(8);
+        sender.send(update(TaskState::Working)).unwrap();
+        sender.send(update(TaskState::Completed)).unwrap();
+        let mut reply = follower(receiver);
+        reply.phase = Phase::Snapshot(Box::new(task(TaskState::InputRequired)));
+        let expected = [
+            "task TASK_STATE_INPUT_REQUIRED",
+            "update TASK_STATE_WORKING",
+            "update TASK_STATE_COMPLETED",
+        ];
+        assert_eq!(states(reply).await, expected);
+    }
+
+    #[test]
+    fn rest_framing_writes_the_bare_event_and_errors_as_a_status() {
+        let event = update(TaskState::Working);
+        let data: serde_json::Value =
+            serde_json::from_str(&Framing::Rest.encode(Ok(&event))).unwrap();
+        assert_eq!(
+            data["statusUpdate"]["status"]["state"],
+            "TASK_STATE_WORKING"
+        );
+        let error = RpcError::from(TaskError::NotFound("t".into()));
+        let data: serde_json::Value =
+            serde_json::from_str(&Framing::Rest.encode(Err(error))).unwrap();
+        assert_eq!(data["error"]["code"], 404);
+        let legacy = Framing::JsonRpcV03(RequestId::Number(1.into())).encode(Ok(&event));
+        let data: serde_json::Value = serde_json::from_str(&legacy).unwrap();
+        assert_eq!(data["result"]["kind"], "status-update");
+        assert_eq!(data["result"]["final"], false);
     }
 
     #[tokio::test]

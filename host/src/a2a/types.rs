@@ -1,11 +1,17 @@
 //! A2A 1.0 protocol types in their protobuf-JSON shape: camelCase fields, enum names as strings,
-//! parts without a `kind` tag. Only what `a2a.proto` 1.0 defines lives here.
+//! parts without a `kind` tag. Only what `a2a.proto` 1.0 defines lives here. Request types also
+//! read a field by its proto name (`history_length`), as protobuf-JSON parsers must.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// A JSON object, as `google.protobuf.Struct` is in protobuf-JSON.
 pub type Struct = Map<String, Value>;
+
+/// The `Message.metadata` key that marks an agent message as itself the reply to the message
+/// that started its task (a direct reply), not a report on the task: a blocking `SendMessage`
+/// answers with such a message instead of the task.
+pub const DIRECT_REPLY_KEY: &str = "io.github.madarauchiha-314.tiny-harness/directReply";
 
 /// The lifecycle state of a task. Serialised as `TASK_STATE_*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -101,6 +107,7 @@ pub struct Part {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub filename: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "media_type")]
     pub media_type: String,
 }
 
@@ -140,10 +147,13 @@ impl Part {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
+    #[serde(alias = "message_id")]
     pub message_id: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "context_id")]
     pub context_id: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     pub role: Role,
     pub parts: Vec<Part>,
@@ -152,6 +162,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "reference_task_ids")]
     pub reference_task_ids: Vec<String>,
 }
 
@@ -276,6 +287,7 @@ pub struct TaskPushNotificationConfig {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "task_id")]
     pub task_id: String,
     #[serde(default)]
     pub url: String,
@@ -290,12 +302,16 @@ pub struct TaskPushNotificationConfig {
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(alias = "accepted_output_modes")]
     pub accepted_output_modes: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "task_push_notification_config")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
     #[serde(default)]
+    #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
 }
 
@@ -320,6 +336,7 @@ pub struct GetTaskRequest {
     pub tenant: String,
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
 }
 
@@ -330,20 +347,74 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "context_id")]
     pub context_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Read leniently: see [`state_filter`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "state_filter"
+    )]
     pub status: Option<TaskState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "page_size")]
     pub page_size: Option<i32>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(alias = "page_token")]
     pub page_token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
     /// ISO 8601; only tasks whose status changed after it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "status_timestamp_after")]
     pub status_timestamp_after: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
+}
+
+/// The name protobuf code generators give an enum value they cannot name; some SDKs send it for
+/// a filter that is not set.
+pub const UNRECOGNIZED_ENUM: &str = "UNRECOGNIZED";
+
+/// A state filter as protobuf-JSON writes an enum: by name or by number. `UNRECOGNIZED`, -1
+/// and null leave the filter unset (what the official JavaScript SDK sends when none is given);
+/// another unknown name is an error, so a misspelt filter does not silently list everything.
+fn state_filter<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<TaskState>, D::Error> {
+    use serde::de::Error;
+    const STATES: [TaskState; 9] = [
+        TaskState::Unspecified,
+        TaskState::Submitted,
+        TaskState::Working,
+        TaskState::Completed,
+        TaskState::Failed,
+        TaskState::Canceled,
+        TaskState::InputRequired,
+        TaskState::Rejected,
+        TaskState::AuthRequired,
+    ];
+    match Value::deserialize(deserializer)? {
+        Value::Null => Ok(None),
+        Value::String(name) if name == UNRECOGNIZED_ENUM => Ok(None),
+        Value::String(name) => TaskState::from_wire(&name)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("unknown task state {name:?}"))),
+        Value::Number(number) => match number.as_i64() {
+            Some(-1) => Ok(None),
+            Some(n) => usize::try_from(n)
+                .ok()
+                .and_then(|n| STATES.get(n).copied())
+                .map(Some)
+                .ok_or_else(|| D::Error::custom(format!("unknown task state number {n}"))),
+            None => Err(D::Error::custom("a task state number must be an integer")),
+        },
+        other => Err(D::Error::custom(format!(
+            "a task state must be a name, not {other}"
+        ))),
+    }
 }
 
 /// The result of `ListTasks`.
@@ -533,6 +604,39 @@ mod tests {
             value["statusUpdate"]["status"]["state"],
             "TASK_STATE_WORKING"
         );
+    }
+
+    #[test]
+    fn request_fields_are_read_by_their_proto_names_too() {
+        let request: GetTaskRequest =
+            serde_json::from_value(json!({"id": "t", "history_length": 1})).unwrap();
+        assert_eq!(request.history_length, Some(1));
+        let request: ListTasksRequest =
+            serde_json::from_value(json!({"context_id": "c", "pageSize": 2})).unwrap();
+        assert_eq!(
+            (request.context_id.as_str(), request.page_size),
+            ("c", Some(2))
+        );
+        let part: Part =
+            serde_json::from_value(json!({"raw": "eA==", "media_type": "text/plain"})).unwrap();
+        assert_eq!(part.media_type, "text/plain");
+    }
+
+    #[test]
+    fn a_state_filter_is_read_by_name_or_number_and_unrecognized_means_none() {
+        let read = |status: Value| {
+            serde_json::from_value::<ListTasksRequest>(json!({ "status": status }))
+                .map(|request| request.status)
+        };
+        assert_eq!(
+            read(json!("TASK_STATE_WORKING")).unwrap(),
+            Some(TaskState::Working)
+        );
+        assert_eq!(read(json!(3)).unwrap(), Some(TaskState::Completed));
+        assert_eq!(read(json!("UNRECOGNIZED")).unwrap(), None);
+        assert_eq!(read(json!(-1)).unwrap(), None);
+        assert!(read(json!("TASK_STATE_DONE")).is_err());
+        assert!(read(json!(42)).is_err());
     }
 
     #[test]

@@ -117,6 +117,9 @@ pub enum Provider {
     Openai,
     Anthropic,
     Scripted,
+    /// Plays the A2A TCK's scenarios, keyed by `messageId` prefix; see
+    /// [`crate::model::conformance`].
+    Conformance,
 }
 
 impl Provider {
@@ -126,6 +129,7 @@ impl Provider {
             Provider::Openai => "openai",
             Provider::Anthropic => "anthropic",
             Provider::Scripted => "scripted",
+            Provider::Conformance => "conformance",
         }
     }
 }

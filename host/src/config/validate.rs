@@ -93,7 +93,9 @@ fn validate_model(config: &Config) -> Result<(), ConfigError> {
             "model.script",
             "is required when model.provider = \"scripted\"; name the script file",
         )),
-        Some(Provider::Openai | Provider::Anthropic) if model.script.is_some() => {
+        Some(Provider::Openai | Provider::Anthropic | Provider::Conformance)
+            if model.script.is_some() =>
+        {
             Err(ConfigError::invalid(
                 "model.script",
                 "is only used with model.provider = \"scripted\"",

@@ -9,10 +9,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::journal::{JournalEntry, Replay};
 use super::tools::{Effect, ToolContext, ToolHost};
-use crate::a2a::types::{Artifact, Message, Part, TaskState, TaskStatus, timestamp_now};
+use crate::a2a::types::{
+    Artifact, DIRECT_REPLY_KEY, Message, Part, Role, TaskState, TaskStatus, timestamp_now,
+};
 use crate::context::compaction::{budget, is_over, split_point, summary_request};
 use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
-use crate::model::{Model, ModelError, ToolSpec};
+use crate::model::{Finish, Model, ModelError, ToolSpec, TurnContext, TurnReply};
 use crate::store::{StoreError, Tx};
 use crate::tasks::extension::{ParticipantKind, StepState};
 use crate::tasks::hub::{Change, TaskHub};
@@ -183,14 +185,19 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         compact(shared, id, replay, cut).await?;
         return Ok(Step::Continue);
     }
-    let reply = shared.model.complete(&request).await?;
+    let message_id = newest_inbound_id(hub, id, replay.last_inbound_seq)?;
+    let turn = TurnContext {
+        task_id: id,
+        message_id: message_id.as_deref(),
+    };
+    let TurnReply { reply, finish } = shared.model.complete_turn(&request, &turn).await?;
     let entry = JournalEntry::ModelCall {
         reply: reply.clone(),
     };
     let change = hub.change(id, |rec, tx| {
         tx.append_journal(id, &entry)?;
         if reply.tool_calls.is_empty() && !has_open_subtasks(rec) {
-            complete(rec, tx, &reply.text)?;
+            finish_task(rec, tx, &reply.text, &finish.unwrap_or_default())?;
         }
         Ok(())
     })?;
@@ -206,7 +213,7 @@ fn drain(hub: &TaskHub, record: &TaskRecord, replay: &mut Replay) -> Result<bool
         .store()
         .messages_after(&record.id, replay.last_inbound_seq)?
         .into_iter()
-        .filter(|(_, message)| message.role == crate::a2a::types::Role::User)
+        .filter(|(_, message)| message.role == Role::User)
         // A message that only changes the brief is not input for the model: the change shows
         // in the `task` section.
         .filter(|(_, message)| !message_text(message).is_empty())
@@ -389,16 +396,47 @@ fn apply_effects(
 
 /// Completes the task with the model's answer: status message, history and an `answer` artifact.
 fn complete(record: &mut TaskRecord, tx: &mut Tx<'_>, answer: &str) -> Result<(), StoreError> {
-    let message = Message::agent_text(&record.id, &record.context_id, answer);
+    finish_task(record, tx, answer, &Finish::default())
+}
+
+/// Ends the turn loop with the model's final reply: the text becomes the status message (and
+/// joins the history), then `finish` picks the artifacts (by default an `answer` artifact of the
+/// text) and the state (by default completed). A direct reply is marked as such in the
+/// message's metadata, where the protocol server looks for it.
+fn finish_task(
+    record: &mut TaskRecord,
+    tx: &mut Tx<'_>,
+    text: &str,
+    finish: &Finish,
+) -> Result<(), StoreError> {
+    let mut message = Message::agent_text(&record.id, &record.context_id, text);
+    if finish.direct_message {
+        let mut metadata = serde_json::Map::new();
+        metadata.insert(DIRECT_REPLY_KEY.to_string(), true.into());
+        message.metadata = Some(metadata);
+    }
     tx.append_message(&record.id, &message)?;
-    record.artifacts.push(Artifact {
-        artifact_id: uuid::Uuid::new_v4().to_string(),
-        name: "answer".to_string(),
-        parts: vec![Part::text(answer)],
-        ..Artifact::default()
-    });
-    set_status(record, TaskState::Completed, Some(message));
+    match &finish.artifacts {
+        None => record.artifacts.push(Artifact {
+            artifact_id: uuid::Uuid::new_v4().to_string(),
+            name: "answer".to_string(),
+            parts: vec![Part::text(text)],
+            ..Artifact::default()
+        }),
+        Some(artifacts) => record.artifacts.extend(artifacts.iter().cloned()),
+    }
+    set_status(record, finish.state.task_state(), Some(message));
     Ok(())
+}
+
+/// The id of the newest participant message, the one this turn answers (at `seq`, the last one
+/// drained), for models that key their behaviour on it.
+fn newest_inbound_id(hub: &TaskHub, id: &str, seq: i64) -> Result<Option<String>, StoreError> {
+    let messages = hub.store().messages_after(id, seq.saturating_sub(1))?;
+    Ok(messages
+        .into_iter()
+        .find(|(at, message)| *at == seq && message.role == Role::User)
+        .map(|(_, message)| message.message_id))
 }
 
 /// Fails the task with a reason the requester can act on.

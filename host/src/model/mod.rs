@@ -6,6 +6,7 @@
 //! Cancellation is the caller's: dropping the future aborts the HTTP request.
 
 pub mod anthropic;
+pub mod conformance;
 pub mod http;
 pub mod openai;
 pub mod retry;
@@ -19,9 +20,11 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::a2a::types::{Artifact, TaskState};
 use crate::config::{ModelConfig, Provider};
 
 pub use anthropic::AnthropicModel;
+pub use conformance::ConformanceModel;
 pub use http::HttpSettings;
 pub use openai::OpenAiModel;
 pub use retry::RetryPolicy;
@@ -108,6 +111,57 @@ pub struct ModelReply {
     pub usage: Usage,
 }
 
+/// What the engine knows about a turn beyond the request: the task, and the id of the newest
+/// message from a participant, which the model answers. Chat models ignore both; the conformance
+/// model keys its behaviour on the message id, as the A2A TCK's agents do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnContext<'a> {
+    pub task_id: &'a str,
+    pub message_id: Option<&'a str>,
+}
+
+/// The state a final reply leaves its task in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FinishState {
+    #[default]
+    Completed,
+    /// The reply is a question; the task waits for the requester's answer.
+    InputRequired,
+    /// The agent declines the task.
+    Rejected,
+}
+
+impl FinishState {
+    /// The A2A task state.
+    pub fn task_state(self) -> TaskState {
+        match self {
+            FinishState::Completed => TaskState::Completed,
+            FinishState::InputRequired => TaskState::InputRequired,
+            FinishState::Rejected => TaskState::Rejected,
+        }
+    }
+}
+
+/// How a final reply (one without tool calls) ends its task, for models that say more than
+/// "complete the task with this text". [`Finish::default`] is exactly that default.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Finish {
+    pub state: FinishState,
+    /// The artifacts the task gets instead of the default `answer` artifact holding the reply
+    /// text; `None` keeps the default, `Some(vec![])` adds none.
+    pub artifacts: Option<Vec<Artifact>>,
+    /// The reply is itself the answer, a direct `Message` rather than a task's result: bindings
+    /// that can (a blocking `SendMessage`) answer with the message instead of the task.
+    pub direct_message: bool,
+}
+
+/// A turn's reply and, when the model chose one, how it ends the task.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TurnReply {
+    pub reply: ModelReply,
+    pub finish: Option<Finish>,
+}
+
 /// Why a model call failed. The message is shown as the task's failure reason.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -145,6 +199,20 @@ pub trait Model: Send + Sync {
     fn context_window(&self) -> Option<usize>;
     /// Makes one call, with the provider's retries.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError>;
+
+    /// Makes a task's turn call. The default is [`Model::complete`] with the default finish;
+    /// a model that decides how its task ends, or needs the turn's context, overrides it.
+    async fn complete_turn(
+        &self,
+        request: &ModelRequest,
+        turn: &TurnContext<'_>,
+    ) -> Result<TurnReply, ModelError> {
+        let _ = turn;
+        Ok(TurnReply {
+            reply: self.complete(request).await?,
+            finish: None,
+        })
+    }
 }
 
 /// Shows the model's description, so structs holding an `Arc<dyn Model>` can derive `Debug`.
@@ -200,6 +268,7 @@ pub fn build_model(
                 .with_context_window(config.context_window_tokens);
             Ok(Arc::new(model))
         }
+        Provider::Conformance => Ok(Arc::new(ConformanceModel::new())),
         Provider::Openai => {
             let settings = http_settings(
                 config,

@@ -1,5 +1,14 @@
-//! A client for other A2A 1.0 agents over JSON-RPC: unary calls, and SSE streams read as
+//! A client for other A2A agents over JSON-RPC: unary calls, and SSE streams read as
 //! [`StreamResponse`]s. Used to delegate work to remote agents and to test this server.
+//!
+//! It speaks 1.0, and 0.3 ([`legacy`]) to an agent whose card says 0.3: [`A2aClient::connect`]
+//! reads the card and chooses; [`A2aClient::with_dialect`] chooses without asking. Either way
+//! the caller works with the 1.0 types.
+
+mod http;
+pub mod legacy;
+
+use http::{idle_limited, invalid, read_ok_body, result_of, transport};
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,12 +22,14 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::a2a::card::CARD_PATH;
+use crate::a2a::headers::LEGACY_VERSION;
 use crate::a2a::headers::{A2A_VERSION_HEADER, PARTICIPANT_HEADER, SUPPORTED_VERSION};
 use crate::a2a::jsonrpc::JSONRPC_VERSION;
 use crate::a2a::types::{
     AgentCard, ListTasksRequest, ListTasksResponse, SendMessageRequest, SendMessageResponse,
     StreamResponse, Task,
 };
+use crate::a2a::v03::{self, convert};
 
 /// How long to wait for a TCP (and TLS) connection to an agent.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -62,6 +73,8 @@ pub enum ClientError {
     },
     #[error("invalid response from {url}: {message}")]
     InvalidResponse { url: String, message: String },
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl ClientError {
@@ -82,17 +95,30 @@ impl ClientError {
     }
 }
 
-/// A client for one agent. Every request carries `A2A-Version: 1.0` and, when set, the
-/// participant id the calls are made as.
+/// The version of the protocol a client speaks to its agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    #[default]
+    V1_0,
+    /// 0.3 method names and shapes, for agents that have not moved to 1.0.
+    V0_3,
+}
+
+/// A client for one agent. Every request carries the `A2A-Version` of its dialect and, when
+/// set, the participant id the calls are made as.
 pub struct A2aClient {
     http: reqwest::Client,
+    /// Where the card is: `{base_url}/.well-known/agent-card.json`.
     base_url: String,
+    /// Where JSON-RPC requests go: the base URL unless the card names another.
+    endpoint: String,
     participant: Option<String>,
     next_id: AtomicU64,
+    dialect: Dialect,
 }
 
 impl A2aClient {
-    /// A client for the agent whose JSON-RPC endpoint (and card root) is `base_url`.
+    /// A 1.0 client for the agent whose JSON-RPC endpoint (and card root) is `base_url`.
     pub fn new(base_url: impl Into<String>) -> Result<A2aClient, ClientError> {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
@@ -101,10 +127,42 @@ impl A2aClient {
         let base_url = base_url.into().trim_end_matches('/').to_string();
         Ok(A2aClient {
             http,
+            endpoint: base_url.clone(),
             base_url,
             participant: None,
             next_id: AtomicU64::new(1),
+            dialect: Dialect::V1_0,
         })
+    }
+
+    /// A client for the agent at `base_url`, speaking what its card says: 1.0 at its JSON-RPC
+    /// interface, or 0.3 at the card's `url` when the card is a 0.3 one (see
+    /// [`legacy::card_dialect`]).
+    pub async fn connect(base_url: impl Into<String>) -> Result<A2aClient, ClientError> {
+        let mut client = A2aClient::new(base_url)?;
+        let card = client.fetch_card_json().await?;
+        let (dialect, endpoint) = legacy::card_dialect(&card);
+        client.dialect = dialect;
+        if let Some(endpoint) = endpoint {
+            client.endpoint = endpoint.trim_end_matches('/').to_string();
+        }
+        Ok(client)
+    }
+
+    /// Speaks `dialect` to the agent, without asking its card.
+    pub fn with_dialect(mut self, dialect: Dialect) -> A2aClient {
+        self.dialect = dialect;
+        self
+    }
+
+    /// The dialect this client speaks.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// Where JSON-RPC requests go.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 
     /// Makes every call as this participant (`X-Participant-Id`).
@@ -120,6 +178,13 @@ impl A2aClient {
 
     /// The agent's card, from `{base}/.well-known/agent-card.json`.
     pub async fn fetch_card(&self) -> Result<AgentCard, ClientError> {
+        let url = format!("{}{CARD_PATH}", self.base_url);
+        let card = self.fetch_card_json().await?;
+        serde_json::from_value(card).map_err(|err| invalid(&url, format!("agent card: {err}")))
+    }
+
+    /// The agent's card as JSON, whatever version it is written in.
+    pub async fn fetch_card_json(&self) -> Result<Value, ClientError> {
         let url = format!("{}{CARD_PATH}", self.base_url);
         let request = self.http.get(&url).timeout(REQUEST_TIMEOUT);
         let response = self
@@ -145,7 +210,14 @@ impl A2aClient {
         } else {
             BLOCKING_SEND_TIMEOUT
         };
-        self.call("SendMessage", &request, timeout).await
+        match self.dialect {
+            Dialect::V1_0 => self.call("SendMessage", &request, timeout).await,
+            Dialect::V0_3 => {
+                let params = convert::send_params_from_v10(&request);
+                let result: Value = self.call(v03::SEND, &params, timeout).await?;
+                legacy::send_result(&self.endpoint, result)
+            }
+        }
     }
 
     /// `GetTask`, with at most `history_length` recent messages.
@@ -158,21 +230,38 @@ impl A2aClient {
         if let Some(n) = history_length {
             params["historyLength"] = json!(n);
         }
-        self.call("GetTask", &params, REQUEST_TIMEOUT).await
+        match self.dialect {
+            Dialect::V1_0 => self.call("GetTask", &params, REQUEST_TIMEOUT).await,
+            Dialect::V0_3 => {
+                let result: Value = self.call(v03::GET, &params, REQUEST_TIMEOUT).await?;
+                legacy::task(&self.endpoint, result)
+            }
+        }
     }
 
-    /// `ListTasks`.
+    /// `ListTasks`; 0.3 has no such method.
     pub async fn list_tasks(
         &self,
         request: ListTasksRequest,
     ) -> Result<ListTasksResponse, ClientError> {
+        if self.dialect == Dialect::V0_3 {
+            return Err(ClientError::Unsupported(
+                "ListTasks does not exist in A2A 0.3".to_string(),
+            ));
+        }
         self.call("ListTasks", &request, REQUEST_TIMEOUT).await
     }
 
     /// `CancelTask`; returns the task as it is after the cancel.
     pub async fn cancel_task(&self, id: &str) -> Result<Task, ClientError> {
-        self.call("CancelTask", &json!({ "id": id }), REQUEST_TIMEOUT)
-            .await
+        let params = json!({ "id": id });
+        match self.dialect {
+            Dialect::V1_0 => self.call("CancelTask", &params, REQUEST_TIMEOUT).await,
+            Dialect::V0_3 => {
+                let result: Value = self.call(v03::CANCEL, &params, REQUEST_TIMEOUT).await?;
+                legacy::task(&self.endpoint, result)
+            }
+        }
     }
 
     /// `SendStreamingMessage`. An error before the stream starts is returned here; errors after
@@ -181,12 +270,22 @@ impl A2aClient {
         &self,
         request: SendMessageRequest,
     ) -> Result<EventStream, ClientError> {
-        self.stream("SendStreamingMessage", &request).await
+        match self.dialect {
+            Dialect::V1_0 => self.stream("SendStreamingMessage", &request).await,
+            Dialect::V0_3 => {
+                let params = convert::send_params_from_v10(&request);
+                self.stream(v03::STREAM, &params).await
+            }
+        }
     }
 
     /// `SubscribeToTask`: the task as it is now, then its events until it settles.
     pub async fn subscribe(&self, id: &str) -> Result<EventStream, ClientError> {
-        self.stream("SubscribeToTask", &json!({ "id": id })).await
+        let method = match self.dialect {
+            Dialect::V1_0 => "SubscribeToTask",
+            Dialect::V0_3 => v03::RESUBSCRIBE,
+        };
+        self.stream(method, &json!({ "id": id })).await
     }
 
     /// Any unary method, for those without a typed helper.
@@ -196,7 +295,7 @@ impl A2aClient {
         params: &P,
         timeout: Duration,
     ) -> Result<R, ClientError> {
-        let url = self.base_url.clone();
+        let url = self.endpoint.clone();
         let request = self.post(method, params).timeout(timeout);
         let response = request.send().await.map_err(transport(&url))?;
         let body = read_ok_body(&url, response).await?;
@@ -210,7 +309,8 @@ impl A2aClient {
         method: &str,
         params: &P,
     ) -> Result<EventStream, ClientError> {
-        let url = self.base_url.clone();
+        let url = self.endpoint.clone();
+        let dialect = self.dialect;
         let request = self
             .post(method, params)
             .header(ACCEPT, "text/event-stream");
@@ -236,8 +336,11 @@ impl A2aClient {
                 match event {
                     Ok(event) if event.data.trim().is_empty() => None,
                     Ok(event) => Some(result_of(&url, event.data.as_bytes()).and_then(|value| {
-                        serde_json::from_value(value)
-                            .map_err(|err| invalid(&url, format!("stream event: {err}")))
+                        match dialect {
+                            Dialect::V1_0 => serde_json::from_value(value)
+                                .map_err(|err| invalid(&url, format!("stream event: {err}"))),
+                            Dialect::V0_3 => legacy::event(&url, value),
+                        }
                     })),
                     Err(EventStreamError::Transport(err)) => Some(Err(err)),
                     Err(err) => Some(Err(invalid(&url, format!("event stream: {err}")))),
@@ -251,102 +354,18 @@ impl A2aClient {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body =
             json!({ "jsonrpc": JSONRPC_VERSION, "id": id, "method": method, "params": params });
-        self.headers(self.http.post(&self.base_url)).json(&body)
+        self.headers(self.http.post(&self.endpoint)).json(&body)
     }
 
     fn headers(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        let request = request.header(A2A_VERSION_HEADER, SUPPORTED_VERSION);
+        let version = match self.dialect {
+            Dialect::V1_0 => SUPPORTED_VERSION,
+            Dialect::V0_3 => LEGACY_VERSION,
+        };
+        let request = request.header(A2A_VERSION_HEADER, version);
         match &self.participant {
             Some(id) => request.header(PARTICIPANT_HEADER, id),
             None => request,
         }
-    }
-}
-
-/// The bytes of a stream, ending with an error after [`STREAM_IDLE_TIMEOUT`] of silence or at
-/// the first transport error.
-fn idle_limited(
-    url: String,
-    bytes: impl Stream<Item = Result<bytes::Bytes, reqwest::Error>> + Send + 'static,
-) -> impl Stream<Item = Result<bytes::Bytes, ClientError>> + Send {
-    let state = Some(Box::pin(bytes));
-    futures::stream::unfold(state, move |state| {
-        let url = url.clone();
-        async move {
-            let mut bytes = state?;
-            match tokio::time::timeout(STREAM_IDLE_TIMEOUT, bytes.next()).await {
-                Ok(None) => None,
-                Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(bytes))),
-                Ok(Some(Err(source))) => Some((Err(ClientError::Transport { url, source }), None)),
-                Err(_) => {
-                    let message = format!("no data for {} s", STREAM_IDLE_TIMEOUT.as_secs());
-                    Some((Err(invalid(&url, message)), None))
-                }
-            }
-        }
-    })
-}
-
-/// The body of a 200 response, read up to [`MAX_RESPONSE_BYTES`]; other statuses are errors.
-async fn read_ok_body(url: &str, mut response: reqwest::Response) -> Result<Vec<u8>, ClientError> {
-    let status = response.status();
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(transport(url))? {
-        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(invalid(
-                url,
-                format!("response larger than {MAX_RESPONSE_BYTES} bytes"),
-            ));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    if !status.is_success() {
-        let text = String::from_utf8_lossy(&body).trim().to_string();
-        return Err(ClientError::Status {
-            url: url.to_string(),
-            status: status.as_u16(),
-            body: text,
-        });
-    }
-    Ok(body)
-}
-
-/// The `result` of a JSON-RPC response, or its `error` as [`ClientError::Rpc`].
-fn result_of(url: &str, body: &[u8]) -> Result<Value, ClientError> {
-    let mut response: Value =
-        serde_json::from_slice(body).map_err(|err| invalid(url, format!("not JSON: {err}")))?;
-    if let Some(error) = response.get_mut("error").map(Value::take) {
-        let code = error.get("code").and_then(Value::as_i64);
-        let code = code.and_then(|code| i32::try_from(code).ok());
-        let message = error.get("message").and_then(Value::as_str);
-        return Err(match (code, message) {
-            (Some(code), Some(message)) => ClientError::Rpc {
-                code,
-                message: message.to_string(),
-                data: error.get("data").cloned(),
-            },
-            _ => invalid(url, format!("malformed JSON-RPC error: {error}")),
-        });
-    }
-    match response.get_mut("result").map(Value::take) {
-        Some(result) => Ok(result),
-        None => Err(invalid(
-            url,
-            "JSON-RPC response has neither result nor error",
-        )),
-    }
-}
-
-fn transport(url: &str) -> impl FnOnce(reqwest::Error) -> ClientError + '_ {
-    move |source| ClientError::Transport {
-        url: url.to_string(),
-        source,
-    }
-}
-
-fn invalid(url: &str, message: impl Into<String>) -> ClientError {
-    ClientError::InvalidResponse {
-        url: url.to_string(),
-        message: message.into(),
     }
 }

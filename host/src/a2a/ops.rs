@@ -1,0 +1,314 @@
+//! The A2A operations, written once for every binding: JSON-RPC 1.0, its 0.3 dialect and the
+//! HTTP+JSON (REST) binding decode their requests into the 1.0 types, call these, and encode
+//! what comes back. Every check a request passes before the task service sees it lives here, so
+//! the bindings cannot drift apart (§5.1 asks for functional equivalence).
+
+use std::time::Duration;
+
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::a2a::jsonrpc::{
+    CONTENT_TYPE_NOT_SUPPORTED, EXTENDED_AGENT_CARD_NOT_CONFIGURED,
+    PUSH_NOTIFICATION_NOT_SUPPORTED, RpcError,
+};
+use crate::a2a::server::App;
+use crate::a2a::sse::{self, StreamEnd};
+use crate::a2a::types::{
+    CancelTaskRequest, DIRECT_REPLY_KEY, GetTaskRequest, ListTasksRequest, ListTasksResponse,
+    Message, SendMessageRequest, SendMessageResponse, SubscribeToTaskRequest, Task, TaskState,
+};
+use crate::a2a::validate;
+use crate::tasks::{Caller, Subscription};
+
+/// How long a blocking `SendMessage` waits for its task to settle before answering with the task
+/// as it is. A client that needs longer should stream or poll; an HTTP request held open for
+/// hours helps nobody.
+pub const BLOCKING_SEND_MAX_WAIT: Duration = Duration::from_secs(10 * 60);
+
+/// A stream to send: the subscription, how much history each task snapshot carries, and when
+/// the stream ends.
+pub(crate) struct Streaming {
+    pub subscription: Subscription,
+    pub history_length: Option<i32>,
+    pub end: StreamEnd,
+}
+
+/// `SendMessage`: creates or continues a task, then (unless `returnImmediately`) waits for it to
+/// settle. A task whose final message is a direct reply is answered with that message.
+pub(crate) async fn send_message(
+    app: &App,
+    caller: &Caller,
+    request: SendMessageRequest,
+) -> Result<SendMessageResponse, RpcError> {
+    check_send(app, &request)?;
+    let config = request.configuration.clone().unwrap_or_default();
+    let subscription = app.state.service.send_message(caller, request).await?;
+    if config.return_immediately {
+        let mut task = subscription.snapshot;
+        validate::trim_history(&mut task, config.history_length);
+        return Ok(SendMessageResponse::Task(task));
+    }
+    let task = wait_until_settled(app, caller, subscription, config.history_length).await?;
+    Ok(match direct_reply(&task) {
+        Some(message) => SendMessageResponse::Message(message),
+        None => SendMessageResponse::Task(task),
+    })
+}
+
+/// `SendStreamingMessage`: creates or continues a task and follows it.
+pub(crate) async fn send_streaming_message(
+    app: &App,
+    caller: &Caller,
+    request: SendMessageRequest,
+) -> Result<Streaming, RpcError> {
+    check_streaming(app)?;
+    check_send(app, &request)?;
+    let history_length = request
+        .configuration
+        .as_ref()
+        .and_then(|c| c.history_length);
+    let subscription = app.state.service.send_message(caller, request).await?;
+    Ok(Streaming {
+        subscription,
+        history_length,
+        end: StreamEnd::Settled,
+    })
+}
+
+/// `SubscribeToTask`: follows a task that is not terminal.
+pub(crate) async fn subscribe(
+    app: &App,
+    caller: &Caller,
+    request: SubscribeToTaskRequest,
+) -> Result<Streaming, RpcError> {
+    check_streaming(app)?;
+    validate::task_id("id", &request.id)?;
+    let subscription = app.state.service.subscribe(caller, &request.id).await?;
+    Ok(Streaming {
+        subscription,
+        history_length: None,
+        end: StreamEnd::Terminal,
+    })
+}
+
+/// `GetTask`.
+pub(crate) async fn get_task(
+    app: &App,
+    caller: &Caller,
+    request: GetTaskRequest,
+) -> Result<Task, RpcError> {
+    validate::task_id("id", &request.id)?;
+    validate::history_length("historyLength", request.history_length)?;
+    let service = &app.state.service;
+    Ok(service
+        .get_task(caller, &request.id, request.history_length)
+        .await?)
+}
+
+/// `ListTasks`.
+pub(crate) async fn list_tasks(
+    app: &App,
+    caller: &Caller,
+    request: ListTasksRequest,
+) -> Result<ListTasksResponse, RpcError> {
+    validate::page_size(request.page_size)?;
+    validate::history_length("historyLength", request.history_length)?;
+    Ok(app.state.service.list_tasks(caller, request).await?)
+}
+
+/// `CancelTask`.
+pub(crate) async fn cancel_task(
+    app: &App,
+    caller: &Caller,
+    request: CancelTaskRequest,
+) -> Result<Task, RpcError> {
+    validate::task_id("id", &request.id)?;
+    Ok(app.state.service.cancel_task(caller, &request.id).await?)
+}
+
+/// Any of the four push-notification-config operations. The card says
+/// `pushNotifications: false`, so §3.3.4 requires this error for all of them.
+pub(crate) fn push_not_supported() -> RpcError {
+    RpcError::new(
+        PUSH_NOTIFICATION_NOT_SUPPORTED,
+        "push notifications are not supported: the agent card declares pushNotifications false",
+    )
+}
+
+/// `GetExtendedAgentCard`: there is none to give.
+pub(crate) fn extended_agent_card(app: &App) -> RpcError {
+    match app.state.card.capabilities.extended_agent_card {
+        Some(true) => RpcError::new(
+            EXTENDED_AGENT_CARD_NOT_CONFIGURED,
+            "this agent has no extended agent card configured",
+        ),
+        _ => RpcError::unsupported(
+            "GetExtendedAgentCard is not supported: the agent card does not declare \
+             capabilities.extendedAgentCard",
+        ),
+    }
+}
+
+/// The direct reply a settled task carries: a completed task whose status message is marked
+/// as the answer itself rather than a report on the task.
+fn direct_reply(task: &Task) -> Option<Message> {
+    let message = task.status.message.as_ref()?;
+    let marked = message
+        .metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get(DIRECT_REPLY_KEY))
+        .and_then(|value| value.as_bool())
+        .unwrap_or(false);
+    (task.status.state == TaskState::Completed && marked).then(|| message.clone())
+}
+
+/// Checks a `SendMessage` or `SendStreamingMessage` before the service sees it.
+fn check_send(app: &App, request: &SendMessageRequest) -> Result<(), RpcError> {
+    validate::sent_message(&request.message)?;
+    check_media_types(app, &request.message)?;
+    if let Some(config) = &request.configuration {
+        validate::history_length("configuration.historyLength", config.history_length)?;
+        // A client that asks for pushes must not believe it will get them.
+        if config.task_push_notification_config.is_some() {
+            return Err(push_not_supported());
+        }
+    }
+    Ok(())
+}
+
+/// §3.1.1: a part whose media type the agent does not take (its card's `defaultInputModes`) is
+/// refused with `ContentTypeNotSupportedError`, naming the part. Parts that name no media type
+/// are text, data or files the agent reads as they come.
+fn check_media_types(app: &App, message: &Message) -> Result<(), RpcError> {
+    let accepted = &app.state.card.default_input_modes;
+    for (index, part) in message.parts.iter().enumerate() {
+        if part.media_type.is_empty() || accepts(accepted, &part.media_type) {
+            continue;
+        }
+        let message = format!(
+            "message.parts[{index}]: media type {:?} is not supported; this agent accepts {}",
+            part.media_type,
+            accepted.join(", ")
+        );
+        return Err(RpcError::new(CONTENT_TYPE_NOT_SUPPORTED, message)
+            .with_metadata("mediaType", part.media_type.clone()));
+    }
+    Ok(())
+}
+
+/// Whether a media type (parameters ignored, case-insensitive) is among `accepted`, which may
+/// hold wildcards such as `text/*` or `*/*`.
+pub(crate) fn accepts(accepted: &[String], media_type: &str) -> bool {
+    let essence = |value: &str| {
+        value
+            .split(';')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase()
+    };
+    let wanted = essence(media_type);
+    let major = wanted.split('/').next().unwrap_or_default().to_string();
+    accepted.iter().map(|mode| essence(mode)).any(|mode| {
+        mode == wanted || mode == "*/*" || mode.strip_suffix("/*") == Some(major.as_str())
+    })
+}
+
+fn check_streaming(app: &App) -> Result<(), RpcError> {
+    match app.state.card.capabilities.streaming {
+        Some(true) => Ok(()),
+        _ => Err(RpcError::unsupported(
+            "streaming is not supported: the agent card does not declare capabilities.streaming",
+        )),
+    }
+}
+
+/// Waits for the task to settle (terminal, input or auth required), then answers with the task
+/// as the service then has it, so the reply carries every artifact and status message. Only a
+/// terminal snapshot ends the wait at once: one waiting for input was taken before the message
+/// just sent was worked.
+async fn wait_until_settled(
+    app: &App,
+    caller: &Caller,
+    subscription: Subscription,
+    history_length: Option<i32>,
+) -> Result<Task, RpcError> {
+    let service = app.state.service.as_ref();
+    let Subscription {
+        snapshot,
+        mut events,
+    } = subscription;
+    let task_id = snapshot.id;
+    if !snapshot.status.state.is_terminal() {
+        let deadline = tokio::time::sleep(BLOCKING_SEND_MAX_WAIT);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => {
+                    tracing::warn!(task = %task_id, "blocking SendMessage gave up waiting");
+                    break;
+                }
+                event = events.recv() => match event {
+                    Ok(event) if sse::settles(&event) => break,
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => {
+                        let task = service.get_task(caller, &task_id, Some(0)).await?;
+                        if task.status.state.is_settled() {
+                            break;
+                        }
+                    }
+                    Err(RecvError::Closed) => break,
+                },
+            }
+        }
+    }
+    Ok(service.get_task(caller, &task_id, history_length).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::types::{Part, Role, TaskStatus};
+
+    fn modes(list: &[&str]) -> Vec<String> {
+        list.iter().map(|m| m.to_string()).collect()
+    }
+
+    #[test]
+    fn media_types_match_by_essence_and_wildcard() {
+        let accepted = modes(&["text/plain", "application/json", "image/*"]);
+        assert!(accepts(&accepted, "text/plain"));
+        assert!(accepts(&accepted, "Text/Plain; charset=utf-8"));
+        assert!(accepts(&accepted, "image/png"));
+        assert!(!accepts(&accepted, "application/x-unsupported-tck-type"));
+        assert!(!accepts(&accepted, "text/html"));
+        assert!(accepts(&modes(&["*/*"]), "anything/at-all"));
+    }
+
+    #[test]
+    fn only_a_completed_task_with_a_marked_message_is_a_direct_reply() {
+        let mut message = Message {
+            message_id: "m".into(),
+            role: Role::Agent,
+            parts: vec![Part::text("hi")],
+            ..Message::default()
+        };
+        let mut task = Task {
+            id: "t".into(),
+            status: TaskStatus {
+                state: TaskState::Completed,
+                message: Some(message.clone()),
+                timestamp: None,
+            },
+            ..Task::default()
+        };
+        assert!(direct_reply(&task).is_none());
+        let mut metadata = serde_json::Map::new();
+        metadata.insert(DIRECT_REPLY_KEY.into(), true.into());
+        message.metadata = Some(metadata);
+        task.status.message = Some(message);
+        assert_eq!(direct_reply(&task).unwrap().text(), "hi");
+        task.status.state = TaskState::Failed;
+        assert!(direct_reply(&task).is_none());
+    }
+}

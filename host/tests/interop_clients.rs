@@ -1,0 +1,152 @@
+//! The official A2A clients against the `harness` binary: the Python SDK 1.x over JSON-RPC and
+//! HTTP+JSON, the Python SDK 0.3 over the 0.3 JSON-RPC dialect, and the JavaScript SDK over all
+//! three. Each test starts `harness serve` with the scripted model of `interop/script.toml` on
+//! a free loopback port and runs one script of `interop/` against it.
+//!
+//! The clients are installed by `interop/setup.sh`. A test whose client is not installed says
+//! so and passes, so `cargo test` works on a machine without Python or Node; CI runs the setup
+//! first and the tests then hold the harness to every client.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
+/// How long the harness may take to log its address.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one client script may run before the test fails.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// `interop/` at the root of the repository.
+fn interop_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../interop")
+}
+
+/// A running `harness serve`, killed when dropped.
+struct Serving {
+    child: Child,
+    base_url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the harness binary on `127.0.0.1:0` with the interop script, and reads its address
+/// from the `listening on http://…` line it logs.
+fn serve() -> Serving {
+    let dir = tempfile::tempdir().unwrap();
+    let script = interop_dir().join("script.toml");
+    let config = format!(
+        "[server]\nbind = \"127.0.0.1:0\"\nrate_limit_per_minute = 0\n\
+         [store]\npath = \"harness.db\"\n\
+         [model]\nprovider = \"scripted\"\nscript = {:?}\n",
+        script.canonicalize().unwrap().display().to_string()
+    );
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut child = Command::new(HARNESS)
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !sent && let Some(rest) = line.split("listening on ").nth(1) {
+                let url = rest.split_whitespace().next().unwrap_or("").to_string();
+                let _ = tx.send(url);
+                sent = true;
+            }
+        }
+    });
+    let base_url = rx
+        .recv_timeout(STARTUP_TIMEOUT)
+        .expect("the harness logged its address");
+    Serving {
+        child,
+        base_url,
+        _dir: dir,
+    }
+}
+
+/// Runs `program args… BASE_URL` against a fresh harness and fails with its output unless it
+/// exits 0 within [`CLIENT_TIMEOUT`].
+async fn run_client(program: &Path, args: &[&Path]) {
+    let serving = serve();
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .arg(&serving.base_url)
+        .current_dir(interop_dir())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(CLIENT_TIMEOUT, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("{} did not finish in {CLIENT_TIMEOUT:?}", program.display()))
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    print!("{stdout}");
+    assert!(
+        output.status.success(),
+        "{} failed ({}):\n{stdout}\n{stderr}",
+        program.display(),
+        output.status
+    );
+}
+
+/// The interpreter of a venv, or `None` (after saying why) when it is not installed.
+fn installed_python(venv: &str) -> Option<PathBuf> {
+    let python = interop_dir().join("python").join(venv).join("bin/python");
+    if python.exists() {
+        return Some(python);
+    }
+    eprintln!(
+        "SKIPPED: {} is not installed; run interop/setup.sh to test against this client",
+        python.display()
+    );
+    None
+}
+
+#[tokio::test]
+async fn the_official_python_sdk_1_x_drives_the_harness_over_both_bindings() {
+    let Some(python) = installed_python(".venv") else {
+        return;
+    };
+    let script = interop_dir().join("python/client_v1.py");
+    run_client(&python, &[&script]).await;
+}
+
+#[tokio::test]
+async fn the_python_sdk_0_3_drives_the_harness_over_the_0_3_dialect() {
+    let Some(python) = installed_python(".venv03") else {
+        return;
+    };
+    let script = interop_dir().join("python/client_v03.py");
+    run_client(&python, &[&script]).await;
+}
+
+#[tokio::test]
+async fn the_official_javascript_sdk_drives_the_harness_over_every_interface() {
+    let modules = interop_dir().join("js/node_modules/@a2a-js/sdk");
+    let node = Command::new("node").arg("--version").output();
+    if !modules.exists() || node.is_err() {
+        eprintln!(
+            "SKIPPED: node or {} is missing; run interop/setup.sh to test against this client",
+            modules.display()
+        );
+        return;
+    }
+    let script = interop_dir().join("js/client.mjs");
+    run_client(Path::new("node"), &[&script]).await;
+}

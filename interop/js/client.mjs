@@ -1,0 +1,124 @@
+// Drives a running tiny-harness with the official A2A JavaScript SDK (@a2a-js/sdk).
+//
+// Usage: node client.mjs BASE_URL
+//
+// Over each 1.0 binding the agent card lists (JSON-RPC, then HTTP+JSON) it fetches the card,
+// sends a blocking message, streams one, gets the task, lists tasks, subscribes to a running
+// task and cancels another; then it does a send, a get and a cancel over the card's JSON-RPC
+// 0.3 interface with the SDK's 0.3 compatibility transport. The harness must run the scripted
+// model of interop/script.toml. Prints one line per check; exits non-zero at the first failure.
+
+import { randomUUID } from 'node:crypto';
+import { Role, TaskState } from '@a2a-js/sdk';
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  JsonRpcTransportFactory,
+} from '@a2a-js/sdk/client';
+
+const BINDINGS = ['JSONRPC', 'HTTP+JSON'];
+
+function check(condition, what) {
+  if (!condition) {
+    throw new Error(`check failed: ${what}`);
+  }
+  console.log(`ok: ${what}`);
+}
+
+function request(text, returnImmediately = false) {
+  return {
+    message: {
+      messageId: randomUUID(),
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: 'text', value: text } }],
+    },
+    configuration: { returnImmediately },
+  };
+}
+
+/** The task id and final state a stream of StreamResponse leaves. */
+async function lastTaskState(events) {
+  let taskId = '';
+  let state = TaskState.TASK_STATE_UNSPECIFIED;
+  for await (const event of events) {
+    const payload = event.payload;
+    if (payload?.$case === 'task') {
+      taskId = payload.value.id;
+      state = payload.value.status?.state;
+    } else if (payload?.$case === 'statusUpdate') {
+      taskId = payload.value.taskId;
+      state = payload.value.status?.state;
+    }
+  }
+  return { taskId, state };
+}
+
+async function exercise(baseUrl, binding) {
+  const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+    preferredTransports: [binding],
+  });
+  const client = await new ClientFactory(options).createFromUrl(baseUrl);
+
+  const sent = await client.sendMessage(request('hello'));
+  check(sent.status?.state === TaskState.TASK_STATE_COMPLETED, `${binding}: a blocking send completes`);
+
+  const task = await client.getTask({ id: sent.id, historyLength: 1 });
+  check(task.status?.state === TaskState.TASK_STATE_COMPLETED, `${binding}: getTask`);
+  check(task.history.length === 1, `${binding}: getTask trims history to 1`);
+
+  const page = await client.listTasks({ contextId: sent.contextId });
+  check(page.tasks.length === 1 && page.tasks[0].id === sent.id, `${binding}: listTasks by context`);
+
+  const streamed = await lastTaskState(client.sendMessageStream(request('stream')));
+  check(streamed.state === TaskState.TASK_STATE_COMPLETED, `${binding}: a stream ends completed`);
+
+  const running = await client.sendMessage(request('subscribe', true));
+  const followed = await lastTaskState(client.resubscribeTask({ id: running.id }));
+  check(followed.state === TaskState.TASK_STATE_COMPLETED, `${binding}: resubscribeTask follows to the end`);
+
+  const doomed = await client.sendMessage(request('cancel me', true));
+  const canceled = await client.cancelTask({ id: doomed.id });
+  check(canceled.status?.state === TaskState.TASK_STATE_CANCELED, `${binding}: cancelTask`);
+}
+
+/** A send, a get and a cancel over the card's JSON-RPC 0.3 interface. */
+async function exerciseLegacy(baseUrl) {
+  const card = await (await fetch(`${baseUrl}/.well-known/agent-card.json`)).json();
+  const legacy = card.supportedInterfaces.filter(
+    (i) => i.protocolBinding === 'JSONRPC' && i.protocolVersion.startsWith('0.3'),
+  );
+  check(legacy.length === 1, 'the card lists a JSON-RPC 0.3 interface');
+  const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+    transports: [new JsonRpcTransportFactory({ legacyCompat: { enabled: true } })],
+  });
+  const legacyCard = { ...card, supportedInterfaces: legacy };
+  const client = await new ClientFactory(options).createFromAgentCard(legacyCard);
+
+  const sent = await client.sendMessage(request('hello 0.3'));
+  check(sent.status?.state === TaskState.TASK_STATE_COMPLETED, 'JSONRPC 0.3: a blocking send completes');
+  const task = await client.getTask({ id: sent.id });
+  check(task.id === sent.id && task.status?.state === TaskState.TASK_STATE_COMPLETED, 'JSONRPC 0.3: getTask');
+  const doomed = await client.sendMessage(request('cancel me', true));
+  const canceled = await client.cancelTask({ id: doomed.id });
+  check(canceled.status?.state === TaskState.TASK_STATE_CANCELED, 'JSONRPC 0.3: cancelTask');
+}
+
+async function main() {
+  const baseUrl = process.argv[2];
+  if (!baseUrl) {
+    console.error('usage: node client.mjs BASE_URL');
+    process.exit(2);
+  }
+  const card = await (await fetch(`${baseUrl}/.well-known/agent-card.json`)).json();
+  check(card.name === 'tiny-harness', 'the card is fetched');
+  for (const binding of BINDINGS) {
+    await exercise(baseUrl, binding);
+  }
+  await exerciseLegacy(baseUrl);
+  console.log('javascript @a2a-js/sdk: all checks passed');
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,115 @@
+"""Drives a running tiny-harness with the official A2A Python SDK (a2a-sdk 1.x).
+
+Usage: client_v1.py BASE_URL
+
+Over each binding the agent card lists (JSON-RPC, then HTTP+JSON) it fetches the card, sends a
+blocking message, streams one, gets the task, lists tasks, subscribes to a running task and
+cancels another. The harness must run the scripted model with a first reply that waits a
+second or more (see interop/script.toml), so that a task is still running when it is canceled.
+Prints one line per check; exits non-zero at the first failure.
+"""
+
+import asyncio
+import sys
+import uuid
+
+import httpx
+
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+from a2a.utils.constants import TransportProtocol
+
+BINDINGS = [TransportProtocol.JSONRPC.value, TransportProtocol.HTTP_JSON.value]
+
+
+def check(condition: bool, what: str) -> None:
+    """Prints the check, or raises with its description."""
+    if not condition:
+        raise AssertionError(what)
+    print(f"ok: {what}", flush=True)
+
+
+def request(text: str, return_immediately: bool = False) -> SendMessageRequest:
+    message = Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[Part(text=text)],
+    )
+    send = SendMessageRequest(message=message)
+    send.configuration.return_immediately = return_immediately
+    return send
+
+
+async def last_task_state(events) -> tuple[str, int]:
+    """The task id and final state a stream of StreamResponse leaves."""
+    task_id, state = "", TaskState.TASK_STATE_UNSPECIFIED
+    async for event in events:
+        if event.HasField("task"):
+            task_id, state = event.task.id, event.task.status.state
+        elif event.HasField("status_update"):
+            task_id, state = event.status_update.task_id, event.status_update.status.state
+    return task_id, state
+
+
+async def exercise(card, binding: str) -> None:
+    blocking = ClientFactory(
+        ClientConfig(streaming=False, supported_protocol_bindings=[binding])
+    ).create(card)
+    streaming = ClientFactory(
+        ClientConfig(streaming=True, supported_protocol_bindings=[binding])
+    ).create(card)
+    try:
+        task_id, state = await last_task_state(blocking.send_message(request("hello")))
+        check(state == TaskState.TASK_STATE_COMPLETED, f"{binding}: a blocking send completes")
+
+        task = await blocking.get_task(GetTaskRequest(id=task_id, history_length=1))
+        check(task.status.state == TaskState.TASK_STATE_COMPLETED, f"{binding}: get_task")
+        check(len(task.history) == 1, f"{binding}: get_task trims history to 1")
+
+        page = await blocking.list_tasks(ListTasksRequest(context_id=task.context_id))
+        check([t.id for t in page.tasks] == [task_id], f"{binding}: list_tasks by context")
+
+        task_id, state = await last_task_state(streaming.send_message(request("stream")))
+        check(state == TaskState.TASK_STATE_COMPLETED, f"{binding}: a stream ends completed")
+
+        running, _ = await last_task_state(
+            blocking.send_message(request("subscribe", return_immediately=True))
+        )
+        _, state = await last_task_state(streaming.subscribe(SubscribeToTaskRequest(id=running)))
+        check(state == TaskState.TASK_STATE_COMPLETED, f"{binding}: subscribe follows to the end")
+
+        running, _ = await last_task_state(
+            blocking.send_message(request("cancel me", return_immediately=True))
+        )
+        canceled = await blocking.cancel_task(CancelTaskRequest(id=running))
+        check(canceled.status.state == TaskState.TASK_STATE_CANCELED, f"{binding}: cancel_task")
+    finally:
+        await blocking.close()
+        await streaming.close()
+
+
+async def main(base_url: str) -> None:
+    async with httpx.AsyncClient() as http:
+        card = await A2ACardResolver(http, base_url).get_agent_card()
+    check(card.name == "tiny-harness", "the card is fetched and parsed")
+    bindings = [f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces]
+    check(bindings[:2] == [f"{b} 1.0" for b in BINDINGS], f"the card lists {bindings}")
+    for binding in BINDINGS:
+        await exercise(card, binding)
+    print("python a2a-sdk 1.x: all checks passed", flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    asyncio.run(main(sys.argv[1]))
