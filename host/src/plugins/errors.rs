@@ -49,7 +49,12 @@ pub fn describe_failure(err: &wasmtime::Error, data: &StoreData, limits: CallLim
             limits.deadline.as_millis()
         );
     }
-    let text = format!("{err:#}");
-    let first_line = text.lines().next().unwrap_or("unknown failure");
+    // The outermost message is often just "error while executing at wasm backtrace"; the cause
+    // (the trap, or the guest's own error) is at the root of the chain.
+    let cause = match err.downcast_ref::<wasmtime::Trap>() {
+        Some(trap) => trap.to_string(),
+        None => err.root_cause().to_string(),
+    };
+    let first_line = cause.lines().next().unwrap_or("unknown failure");
     format!("it trapped: {first_line}")
 }
