@@ -1,8 +1,9 @@
 //! The example plugins in Rust, Python and JavaScript (`plugins/*-example`), built from source by
-//! `scripts/build-plugins` and loaded together from one plugins folder: their section edits in
-//! the composed prompt, their tools through the toolbox, and their tools called by a model over
-//! A2A. Building them needs Python 3.9+ with venv and Node.js 20+ with npm; without them these
-//! tests fail saying what to install.
+//! `scripts/build-plugins` (into `target/example-plugins/`, compiled components cached in
+//! `target/example-plugins-cache/`) and loaded together from one plugins folder: their section
+//! edits in the composed prompt, their tools through the toolbox, and their tools called by a
+//! model over A2A. Building them needs Python 3.9+ with venv and Node.js 20+ with npm; without
+//! them these tests fail saying what to install.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,9 +42,10 @@ static BUILT: OnceLock<Built> = OnceLock::new();
 /// Builds the examples from source once per test binary and fills the compile cache.
 fn built() -> &'static Built {
     BUILT.get_or_init(|| {
+        // In this checkout's own `target/`, not the cargo target dir, which several checkouts
+        // may share.
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = tmp.join("example-plugins");
+        let dir = root.join("target/example-plugins");
         let started = Instant::now();
         let output = Command::new(root.join("scripts/build-plugins"))
             .arg(&dir)
@@ -60,7 +62,7 @@ fn built() -> &'static Built {
         eprintln!("built the example plugins in {:?}", started.elapsed());
         let built = Built {
             dir,
-            cache: tmp.join("example-plugins-cache"),
+            cache: root.join("target/example-plugins-cache"),
         };
         // Compile once here, so the tests running in parallel all load from the cache. A
         // thread of its own: this may run inside a test's runtime, which cannot block on another.
