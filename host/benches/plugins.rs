@@ -54,7 +54,13 @@ fn benches(c: &mut Criterion) {
     c.bench_function("plugin_tool_call_create_plan", |b| {
         b.to_async(&runtime).iter(|| async {
             let outcome = toolbox
-                .invoke(&ToolContext { record: &record }, &call)
+                .invoke(
+                    &ToolContext {
+                        record: &record,
+                        call_id: &call.id,
+                    },
+                    &call,
+                )
                 .await;
             assert!(outcome.result.is_ok());
         })

@@ -14,6 +14,7 @@ use crate::a2a::types::AgentCard;
 use crate::agents::{Registry, Roster, RosterEntry, build_roster, own_card, render_agents};
 use crate::config::{Config, ConfigError};
 use crate::context::StaticPrefix;
+use crate::engine::children::{ChildSettings, Children};
 use crate::engine::{EmbeddedEngine, EngineSettings};
 use crate::model::{Model, ModelBuildError, build_model};
 use crate::plugins::{
@@ -57,6 +58,8 @@ pub struct Runtime {
     pub registry: Registry,
     /// What the model knows of each registered agent, as rendered in the `agents` section.
     pub roster: Roster,
+    /// Creates, follows and cancels child tasks over A2A.
+    pub children: Arc<Children>,
 }
 
 impl Runtime {
@@ -88,9 +91,8 @@ impl Runtime {
         let plugins =
             PluginHost::load(&plugin_settings(&config), &prompt_context(&config, &roster)).await?;
         let prefix = static_prefix(&config, &plugins, &roster);
-        plugins
-            .toolbox()
-            .attach_registry(Arc::new(registry.clone()));
+        let shared_registry = Arc::new(registry.clone());
+        plugins.toolbox().attach_registry(shared_registry.clone());
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
@@ -104,6 +106,13 @@ impl Runtime {
             prefix.clone(),
             settings,
         );
+        let children = Arc::new(Children::new(
+            hub.clone(),
+            shared_registry,
+            child_settings(&config, self_secret()),
+        ));
+        plugins.toolbox().attach_children(children.clone());
+        engine.attach_children(children.clone());
         let tasks = Arc::new(Tasks::new(hub));
         tasks.set_engine(engine.clone());
         Ok(Runtime {
@@ -116,6 +125,7 @@ impl Runtime {
             prefix,
             registry,
             roster,
+            children,
         })
     }
 
@@ -146,9 +156,14 @@ impl Runtime {
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = self.base_url(local);
         self.registry.set_own_url(&base_url);
+        self.children.set_own_url(&base_url);
         let resumed = self.engine.resume_open()?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed open tasks from the journal");
+        }
+        let followed = self.children.resume()?;
+        if followed > 0 {
+            tracing::info!(followed, "following open sub-tasks again");
         }
         let state = ServerState {
             service: self.tasks.clone(),
@@ -163,6 +178,7 @@ impl Runtime {
         );
         let result = serve(listener, router(state), shutdown).await;
         self.engine.shutdown().await;
+        self.children.shutdown().await;
         tracing::info!("stopped");
         result.map_err(StartError::Serve)
     }
@@ -189,6 +205,25 @@ pub async fn discover_agents(config: &Config) -> (Registry, Roster) {
     .registry;
     let roster = build_roster(&registry, config.roster.caps());
     (registry, roster)
+}
+
+/// How children are created and followed, from `[limits]`, `agents` and the card.
+fn child_settings(config: &Config, self_secret: String) -> ChildSettings {
+    ChildSettings {
+        self_secret,
+        tokens: Default::default(),
+        participant_id: own_card(&config.card, &config.server.effective_base_url()).name,
+        max_depth: 4,
+        unreachable_after: std::time::Duration::from_secs(300),
+    }
+}
+
+fn self_secret() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 /// The static prefix every model call of this harness starts with.

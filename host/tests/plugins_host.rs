@@ -53,7 +53,10 @@ fn record() -> TaskRecord {
 async fn call(host: &PluginHost, name: &str, arguments: serde_json::Value) -> ToolOutcome {
     host.toolbox()
         .invoke(
-            &ToolContext { record: &record() },
+            &ToolContext {
+                record: &record(),
+                call_id: "c1",
+            },
             &ToolCall {
                 id: "c1".into(),
                 name: name.into(),

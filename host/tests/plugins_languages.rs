@@ -131,7 +131,10 @@ async fn call(host: &PluginHost, name: &str, arguments: Value) -> ToolOutcome {
     };
     host.toolbox()
         .invoke(
-            &ToolContext { record: &record },
+            &ToolContext {
+                record: &record,
+                call_id: "c1",
+            },
             &ToolCall {
                 id: "c1".into(),
                 name: name.into(),

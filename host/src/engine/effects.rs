@@ -151,6 +151,15 @@ pub fn complete_step(
     step: &str,
     output: &str,
 ) -> Result<Effect, ToolError> {
+    check_step(record, pending, step)?;
+    Ok(Effect::CompleteStep {
+        step: step.to_string(),
+        output: output.to_string(),
+    })
+}
+
+/// Checks that the plan, as the call's earlier effects leave it, has the step.
+pub fn check_step(record: &TaskRecord, pending: &[Effect], step: &str) -> Result<(), ToolError> {
     let Some(plan) = current_plan(record, pending) else {
         return Err(ToolError::new(
             "plan.missing",
@@ -164,10 +173,7 @@ pub fn complete_step(
             format!("no step \"{step}\"; steps: {}", ids.join(", ")),
         ));
     }
-    Ok(Effect::CompleteStep {
-        step: step.to_string(),
-        output: output.to_string(),
-    })
+    Ok(())
 }
 
 /// Checks that the participant asked is on the task.

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Engine;
+use super::children::Children;
 use super::tools::ToolHost;
 use super::turn::{Shared, run_task};
 use crate::context::StaticPrefix;
@@ -52,11 +53,20 @@ impl EmbeddedEngine {
                 prefix,
                 tool_specs,
                 settings,
+                children: std::sync::OnceLock::new(),
             }),
             running: Arc::new(Mutex::new(HashMap::new())),
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
         })
+    }
+
+    /// Connects what creates, follows and cancels child tasks: the engine wakes a parent when
+    /// its child reports, and cancels a canceled task's open children.
+    pub fn attach_children(self: &Arc<Self>, children: Arc<Children>) {
+        let engine: Arc<dyn Engine> = self.clone();
+        children.set_engine(Arc::downgrade(&engine));
+        let _ = self.shared.children.set(children);
     }
 
     /// Starts a loop for every task the store holds open; returns how many.
@@ -128,6 +138,9 @@ impl Engine for EmbeddedEngine {
     fn cancel(&self, task_id: &str) {
         if let Some(task) = lock(&self.running).remove(task_id) {
             task.stop.cancel();
+        }
+        if let Some(children) = self.shared.children.get() {
+            children.cancel_open(task_id);
         }
     }
 }

@@ -18,8 +18,22 @@ pub enum JournalEntry {
         trusted: bool,
         text: String,
     },
-    /// News from elsewhere for the model (a sub-task's answer), untrusted.
-    Note { source: String, text: String },
+    /// News from elsewhere for the model (a sub-task's answer), untrusted; drained from the
+    /// task's history at `message_seq` when it came as a report message.
+    Note {
+        source: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message_seq: Option<i64>,
+    },
+    /// A participant's command (`/sub-task …`), carried out by the harness without a model
+    /// turn; `outcome` says what it did.
+    Command {
+        message_seq: i64,
+        from: String,
+        text: String,
+        outcome: String,
+    },
     /// A turn's model call and its reply.
     ModelCall { reply: ModelReply },
     /// A tool call's result and the effects applied with it.
@@ -56,6 +70,10 @@ pub struct Replay {
     pending: Vec<ToolCall>,
     /// The last reply, when it made no tool call: the task's answer.
     pub final_reply: Option<String>,
+    /// Participant messages and notes recorded: input the model answers.
+    pub inputs: usize,
+    /// Commands carried out.
+    pub commands: usize,
 }
 
 impl Replay {
@@ -78,6 +96,7 @@ impl Replay {
                 text,
             } => {
                 self.last_inbound_seq = self.last_inbound_seq.max(*message_seq);
+                self.inputs += 1;
                 self.final_reply = None;
                 self.items.push(HistoryItem::Inbound {
                     from: from.clone(),
@@ -85,11 +104,35 @@ impl Replay {
                     text: text.clone(),
                 });
             }
-            JournalEntry::Note { source, text } => {
+            JournalEntry::Note {
+                source,
+                text,
+                message_seq,
+            } => {
+                if let Some(seq) = message_seq {
+                    self.last_inbound_seq = self.last_inbound_seq.max(*seq);
+                }
+                self.inputs += 1;
                 self.final_reply = None;
                 self.items.push(HistoryItem::Note {
                     source: source.clone(),
                     text: text.clone(),
+                });
+            }
+            JournalEntry::Command {
+                message_seq,
+                from,
+                text,
+                outcome,
+            } => {
+                // The model learns of the command, but it is no question for it: a waiting
+                // task keeps waiting.
+                self.last_inbound_seq = self.last_inbound_seq.max(*message_seq);
+                self.commands += 1;
+                self.items.push(HistoryItem::Inbound {
+                    from: from.clone(),
+                    trusted: true,
+                    text: format!("{text}\n({outcome})"),
                 });
             }
             JournalEntry::ModelCall { reply } => {
@@ -128,6 +171,20 @@ impl Replay {
     /// The history the model sees: what has not been folded into the summary.
     pub fn live_history(&self) -> &[HistoryItem] {
         &self.items[self.folded_through..]
+    }
+
+    /// The newest message from a participant `matches` accepts, for a task a participant works.
+    pub fn last_inbound_from(&self, matches: impl Fn(&str) -> bool) -> Option<&str> {
+        self.items.iter().rev().find_map(|item| match item {
+            HistoryItem::Inbound { from, text, .. } if matches(from) => Some(text.as_str()),
+            _ => None,
+        })
+    }
+
+    /// True when all that was ever recorded is commands: the task was made to carry one out,
+    /// and its model has nothing to answer until news arrives.
+    pub fn only_commands(&self) -> bool {
+        self.commands > 0 && self.inputs == 0 && self.turn_calls == 0
     }
 
     /// The next tool call that has no result yet.

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{ToolCall, ToolSpec};
-use crate::tasks::extension::{Plan, Role};
+use crate::tasks::extension::{Plan, Role, TaskLink};
 use crate::tasks::record::TaskRecord;
 
 /// A tool error as the model reads it: `[code] message`. Codes are stable.
@@ -44,6 +44,21 @@ pub enum Effect {
     },
     /// Change a participant's role.
     SetRole { participant_id: String, role: Role },
+    /// Record a child just created on its agent: the sub-task row, and the plan step it serves.
+    LinkSubtask {
+        link: TaskLink,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<String>,
+    },
+}
+
+impl Effect {
+    /// Whether the effect records something that already happened outside the task (a child
+    /// created on its agent). Such an effect is kept even when its call fails, so nothing that
+    /// exists is forgotten.
+    pub fn already_happened(&self) -> bool {
+        matches!(self, Effect::LinkSubtask { .. })
+    }
 }
 
 /// What a tool call produced.
@@ -74,6 +89,9 @@ impl ToolOutcome {
 /// What a tool may know of its task while it runs.
 pub struct ToolContext<'a> {
     pub record: &'a TaskRecord,
+    /// The model's id for this call: stable across a restart, so what the call creates
+    /// elsewhere can be named by it and not created twice.
+    pub call_id: &'a str,
 }
 
 /// Provides the tools the model may call.

@@ -2,21 +2,25 @@
 //! messages, run a pending tool call, compact, call the model, finish), and records it in one
 //! transaction with the task's new state before the next step begins.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::children::brief::ChildBrief;
+use super::children::report::CHILD_REPORT_KEY;
+use super::children::{Children, SpawnRequest};
 use super::journal::{JournalEntry, Replay};
 use super::tools::{Effect, ToolContext, ToolHost};
 use crate::a2a::types::{
     Artifact, DIRECT_REPLY_KEY, Message, Part, Role, TaskState, TaskStatus, timestamp_now,
 };
+use crate::agents::SELF_ID;
 use crate::context::compaction::{budget, is_over, split_point, summary_request};
 use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
 use crate::model::{Finish, Model, ModelError, ToolSpec, TurnContext, TurnReply};
 use crate::store::{StoreError, Tx};
-use crate::tasks::extension::{ParticipantKind, StepState};
+use crate::tasks::extension::{Lifecycle, ParticipantKind, Role as TaskRole, StepState, TaskLink};
 use crate::tasks::hub::{Change, TaskHub};
 use crate::tasks::record::TaskRecord;
 
@@ -38,7 +42,12 @@ pub(crate) struct Shared {
     /// The tool definitions, sorted by name, as sent on every turn.
     pub tool_specs: Vec<ToolSpec>,
     pub settings: EngineSettings,
+    /// Creates and follows child tasks; attached once at start-up.
+    pub children: OnceLock<Arc<Children>>,
 }
+
+/// The command a participant sends to give the task a sub-task on this harness.
+pub const SUBTASK_COMMAND: &str = "/sub-task";
 
 enum Step {
     Continue,
@@ -112,8 +121,11 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     if record.state().is_terminal() {
         return Ok(Step::Stop);
     }
-    if drain(hub, &record, replay)? {
+    if drain(shared, &record, replay).await? {
         return Ok(Step::Continue);
+    }
+    if record.ext.lifecycle == Lifecycle::Participant {
+        return Ok(participant_step(hub, &record, replay)?);
     }
     match record.state() {
         TaskState::Submitted => {
@@ -126,10 +138,11 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         _ => {}
     }
     if let Some(call) = replay.next_pending_call().cloned() {
-        let outcome = shared
-            .tools
-            .invoke(&ToolContext { record: &record }, &call)
-            .await;
+        let context = ToolContext {
+            record: &record,
+            call_id: &call.id,
+        };
+        let outcome = shared.tools.invoke(&context, &call).await;
         let entry = JournalEntry::ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -144,7 +157,12 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         if matches!(change, Change::Applied(..)) {
             replay.apply(&entry);
         }
+        follow_new_children(shared, id, &outcome.effects);
         return Ok(advance(change));
+    }
+    if replay.only_commands() {
+        // Made to carry out a command: nothing for the model until its sub-task reports.
+        return Ok(Step::Park);
     }
     if let Some(answer) = replay.final_reply.clone() {
         if has_open_subtasks(&record) {
@@ -207,51 +225,217 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     Ok(advance(change))
 }
 
-/// Records every new participant message; true when there were any.
-fn drain(hub: &TaskHub, record: &TaskRecord, replay: &mut Replay) -> Result<bool, StepError> {
-    let inbound: Vec<JournalEntry> = hub
+/// Records every new message for the task: participants' messages, the stand-ins' reports of
+/// its children (as untrusted notes) and `/sub-task` commands (carried out here, without a model
+/// turn). True when there were any.
+async fn drain(
+    shared: &Shared,
+    record: &TaskRecord,
+    replay: &mut Replay,
+) -> Result<bool, StepError> {
+    let hub = &shared.hub;
+    let mut entries = Vec::new();
+    let mut replies = Vec::new();
+    let mut links = Vec::new();
+    for (seq, message) in hub
         .store()
         .messages_after(&record.id, replay.last_inbound_seq)?
-        .into_iter()
-        .filter(|(_, message)| message.role == Role::User)
+    {
+        if is_child_report(&message) {
+            entries.push(JournalEntry::Note {
+                source: "agent".to_string(),
+                text: message.text(),
+                message_seq: Some(seq),
+            });
+            continue;
+        }
+        if message.role != Role::User {
+            continue;
+        }
+        let text = message_text(&message);
         // A message that only changes the brief is not input for the model: the change shows
         // in the `task` section.
-        .filter(|(_, message)| !message_text(message).is_empty())
-        .map(|(seq, message)| {
-            let from = sender_of(&message, record);
-            let trusted = record
-                .ext
-                .participant(&from)
-                .is_none_or(|p| p.kind != ParticipantKind::Agent);
-            JournalEntry::Inbound {
+        if text.is_empty() {
+            continue;
+        }
+        let from = sender_of(&message, record);
+        if let Some(goal) = subtask_command(&text) {
+            let outcome = match run_subtask_command(shared, record, &message, goal).await {
+                Ok(link) => {
+                    let outcome = format!("sub-task {} created on {SELF_ID}", link.task_id);
+                    links.push(link);
+                    outcome
+                }
+                Err(err) => format!("the sub-task was not created: {err}"),
+            };
+            replies.push(outcome.clone());
+            entries.push(JournalEntry::Command {
                 message_seq: seq,
                 from,
-                trusted,
-                text: message_text(&message),
-            }
-        })
-        .collect();
-    if inbound.is_empty() {
+                text,
+                outcome,
+            });
+            continue;
+        }
+        let trusted = record
+            .ext
+            .participant(&from)
+            .is_none_or(|p| p.kind != ParticipantKind::Agent);
+        entries.push(JournalEntry::Inbound {
+            message_seq: seq,
+            from,
+            trusted,
+            text,
+        });
+    }
+    if entries.is_empty() {
         return Ok(false);
     }
+    let wakes_model = entries
+        .iter()
+        .any(|e| !matches!(e, JournalEntry::Command { .. }));
     let change = hub.change(&record.id, |rec, tx| {
-        for entry in &inbound {
+        for entry in &entries {
             tx.append_journal(&rec.id.clone(), entry)?;
         }
-        if matches!(
-            rec.state(),
-            TaskState::Submitted | TaskState::InputRequired | TaskState::AuthRequired
-        ) {
+        for reply in &replies {
+            let message = Message::agent_text(&rec.id, &rec.context_id, reply.clone());
+            tx.append_message(&rec.id.clone(), &message)?;
+        }
+        for link in &links {
+            if !rec.ext.sub_tasks.iter().any(|l| l.task_id == link.task_id) {
+                rec.ext.sub_tasks.push(link.clone());
+            }
+        }
+        if wakes_model
+            && matches!(
+                rec.state(),
+                TaskState::Submitted | TaskState::InputRequired | TaskState::AuthRequired
+            )
+        {
             set_status(rec, TaskState::Working, None);
         }
         Ok(())
     })?;
     if matches!(change, Change::Applied(..)) {
-        for entry in &inbound {
+        for entry in &entries {
             replay.apply(entry);
+        }
+        if let Some(children) = shared.children.get() {
+            for link in &links {
+                children.follow(&record.id, link);
+            }
         }
     }
     Ok(true)
+}
+
+/// Whether a message is a stand-in's report of a child.
+fn is_child_report(message: &Message) -> bool {
+    message.role == Role::Agent
+        && message
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m.contains_key(CHILD_REPORT_KEY))
+}
+
+/// The goal of a `/sub-task {goal}` command, if the text is one.
+fn subtask_command(text: &str) -> Option<&str> {
+    let rest = text.trim_start().strip_prefix(SUBTASK_COMMAND)?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    Some(rest.trim())
+}
+
+/// Creates the child a `/sub-task` command asks for, on this harness, through A2A like any
+/// other child. The message id comes from the command's, so a replay finds the same child.
+async fn run_subtask_command(
+    shared: &Shared,
+    record: &TaskRecord,
+    message: &Message,
+    goal: &str,
+) -> Result<TaskLink, crate::engine::ToolError> {
+    use crate::engine::ToolError;
+    if goal.is_empty() {
+        return Err(ToolError::new(
+            "command.invalid",
+            format!(
+                "{SUBTASK_COMMAND} needs a goal: {SUBTASK_COMMAND} <what the sub-task must do>"
+            ),
+        ));
+    }
+    let Some(children) = shared.children.get() else {
+        return Err(ToolError::new(
+            "tool.unavailable",
+            "sub-tasks are not available on this harness",
+        ));
+    };
+    let from_text = crate::tasks::extension::TaskExtension::from_text(goal);
+    let request = SpawnRequest {
+        parent: record,
+        agent: None,
+        brief: ChildBrief {
+            name: from_text.name,
+            goal: from_text.goal,
+            description: None,
+            acceptance_criteria: Vec::new(),
+            participants: record.ext.participants.clone(),
+            lifecycle: Lifecycle::Agent,
+        },
+        message_id: format!("subtask-command-{}", message.message_id),
+    };
+    children.spawn(request).await
+}
+
+/// Starts following the children a tool call just created.
+fn follow_new_children(shared: &Shared, parent: &str, effects: &[Effect]) {
+    let Some(children) = shared.children.get() else {
+        return;
+    };
+    for effect in effects {
+        if let Effect::LinkSubtask { link, .. } = effect {
+            children.follow(parent, link);
+        }
+    }
+}
+
+/// One step of a task its assignee works (lifecycle `participant`): the model never runs. The
+/// task waits, addressed to the assignee, and the assignee's reply is its answer.
+fn participant_step(
+    hub: &TaskHub,
+    record: &TaskRecord,
+    replay: &Replay,
+) -> Result<Step, StoreError> {
+    let assignee = record
+        .ext
+        .participants
+        .iter()
+        .find(|p| p.role == TaskRole::Assignee)
+        .map(|p| p.id.clone());
+    let answers = |from: &str| match &assignee {
+        Some(assignee) => from == assignee,
+        None => from != record.owner,
+    };
+    if let Some(answer) = replay.last_inbound_from(answers) {
+        let answer = answer.to_string();
+        hub.change(&record.id, |rec, tx| complete(rec, tx, &answer))?;
+        return Ok(Step::Stop);
+    }
+    if record.state() != TaskState::InputRequired {
+        hub.change(&record.id, |rec, tx| {
+            let mut message = Message::agent_text(&rec.id, &rec.context_id, rec.ext.goal.clone());
+            if let Some(assignee) = &assignee {
+                let mut metadata = serde_json::Map::new();
+                metadata.insert("participant_id".into(), assignee.clone().into());
+                message.metadata = Some(metadata);
+            }
+            tx.append_message(&rec.id, &message)?;
+            set_status(rec, TaskState::InputRequired, Some(message));
+            Ok(())
+        })?;
+    }
+    Ok(Step::Park)
 }
 
 async fn compact(
@@ -375,6 +559,25 @@ fn apply_effects(
                 message.metadata = Some(metadata);
                 tx.append_message(&record.id, &message)?;
                 set_status(record, TaskState::InputRequired, Some(message));
+            }
+            Effect::LinkSubtask { link, step } => {
+                if !record
+                    .ext
+                    .sub_tasks
+                    .iter()
+                    .any(|l| l.task_id == link.task_id)
+                {
+                    record.ext.sub_tasks.push(link.clone());
+                }
+                if let Some(step) = step
+                    && let Some(plan) = record.ext.plan.as_mut()
+                    && let Some(found) = plan.steps.iter_mut().find(|s| &s.id == step)
+                {
+                    found.linked_tasks.push(link.task_id.clone());
+                    if found.state == StepState::Pending {
+                        found.state = StepState::Active;
+                    }
+                }
             }
             Effect::SetRole {
                 participant_id,

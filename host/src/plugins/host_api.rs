@@ -8,8 +8,11 @@ use super::bindings::host::{self, Level, StepInput, SubtaskBrief, SubtaskRef};
 use super::bindings::types::{self, ToolError as WitToolError};
 use super::sandbox::StoreData;
 use crate::agents::{Registry, SELF_ID, UnknownAgent};
+use crate::engine::children::brief::ChildBrief;
+use crate::engine::children::{Children, SpawnRequest};
 use crate::engine::effects::{self, StepRequest};
 use crate::engine::tools::{Effect, ToolError};
+use crate::tasks::extension::{Lifecycle, Role};
 use crate::tasks::record::TaskRecord;
 
 /// The longest log line a plugin may write; longer ones are cut, so a plugin cannot flood logs.
@@ -18,13 +21,32 @@ pub const MAX_LOG_CHARS: usize = 2_000;
 pub const MAX_EFFECTS_PER_CALL: usize = 64;
 
 /// The state of one `invoke`: the task as it was when the call began, the effects accepted so
-/// far, and the registry agent ids are checked against.
-#[derive(Debug, Clone)]
+/// far, and what sub-tasks are checked against and created with.
+#[derive(Clone)]
 pub struct CallState {
     pub record: TaskRecord,
+    /// The model's id of the call, which names the children it creates.
+    pub call_id: String,
     pub effects: Vec<Effect>,
     /// `None` where no registry was attached: then only `self` is known.
     pub registry: Option<Arc<Registry>>,
+    /// `None` where children cannot be created (tools run outside a server).
+    pub children: Option<Arc<Children>>,
+    /// Children created so far in this call.
+    pub spawned: usize,
+}
+
+impl CallState {
+    /// The message id that creates the call's next child: the same after a restart replays
+    /// the call, so the agent finds the child it already made rather than making another.
+    fn next_message_id(&mut self) -> String {
+        use sha2::{Digest, Sha256};
+        let n = self.spawned;
+        self.spawned += 1;
+        let digest = Sha256::digest(format!("{}\0{}\0{n}", self.record.id, self.call_id));
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        format!("subtask-{hex}")
+    }
 }
 
 fn to_wit(err: ToolError) -> WitToolError {
@@ -62,6 +84,69 @@ impl StoreData {
         let effect = check(&call.record, &call.effects).map_err(to_wit)?;
         call.effects.push(effect);
         Ok(())
+    }
+}
+
+impl StoreData {
+    fn in_call(&mut self) -> Result<&mut CallState, WitToolError> {
+        let call = self.call.as_mut().ok_or_else(|| {
+            wit_error(
+                "host.no_task",
+                "task effects are only available while a tool call runs",
+            )
+        })?;
+        if call.effects.len() >= MAX_EFFECTS_PER_CALL {
+            return Err(wit_error(
+                "host.too_many_effects",
+                format!("one call may request at most {MAX_EFFECTS_PER_CALL} effects"),
+            ));
+        }
+        Ok(call)
+    }
+
+    /// Creates the child over A2A and records its row. The network time is the host's, not
+    /// the guest's: it does not count against the call's deadline.
+    async fn create_child(
+        &mut self,
+        children: &Children,
+        agent: &str,
+        brief: ChildBrief,
+        step: Option<String>,
+    ) -> Result<SubtaskRef, WitToolError> {
+        let (record, message_id) = {
+            let call = self.in_call()?;
+            (call.record.clone(), call.next_message_id())
+        };
+        let request = SpawnRequest {
+            parent: &record,
+            agent: Some(agent),
+            brief,
+            message_id,
+        };
+        let link = {
+            let _waiting = self.host_wait.begin();
+            children.spawn(request).await.map_err(to_wit)?
+        };
+        let reference = SubtaskRef {
+            task_id: link.task_id.clone(),
+            agent: agent.to_string(),
+        };
+        if let Some(call) = self.call.as_mut() {
+            call.effects.push(Effect::LinkSubtask { link, step });
+        }
+        Ok(reference)
+    }
+}
+
+/// Refuses a step the plan (as the call's earlier effects leave it) does not have.
+fn check_step(
+    record: &TaskRecord,
+    pending: &[Effect],
+    step: Option<&str>,
+) -> Result<(), WitToolError> {
+    match step {
+        Some(step) => effects::check_step(record, pending, step).map_err(to_wit),
+        None => Ok(()),
     }
 }
 
@@ -110,42 +195,91 @@ impl host::Host for StoreData {
     }
 
     async fn spawn_subtask(&mut self, brief: SubtaskBrief) -> Result<SubtaskRef, WitToolError> {
-        let Some(call) = self.call.as_ref() else {
-            return Err(wit_error(
-                "host.no_task",
-                "task effects are only available while a tool call runs",
-            ));
+        let (children, request) = {
+            let call = self.in_call()?;
+            // The host checks the id itself, whatever the plugin did: an unknown id (a guess, a
+            // URL, an id copied from a message) fails here, before anything is created or
+            // contacted.
+            let agent = brief.agent.as_deref();
+            let resolved = match &call.registry {
+                Some(registry) => registry.resolve(agent).map(|a| a.id.clone()),
+                None => match agent {
+                    None => Ok(SELF_ID.to_string()),
+                    Some(id) if id == SELF_ID => Ok(SELF_ID.to_string()),
+                    Some(id) => Err(UnknownAgent::new(id, vec![SELF_ID.to_string()])),
+                },
+            };
+            let agent = resolved.map_err(|unknown| wit_error(unknown.code(), unknown.message()))?;
+            check_step(&call.record, &call.effects, brief.step.as_deref())?;
+            let Some(children) = call.children.clone() else {
+                return Err(wit_error(
+                    "tool.unavailable",
+                    format!("delegation to {agent} is not available where this tool runs"),
+                ));
+            };
+            let child = ChildBrief {
+                name: brief.name,
+                goal: brief.goal,
+                description: brief.description,
+                acceptance_criteria: brief.acceptance_criteria,
+                participants: call.record.ext.participants.clone(),
+                lifecycle: Lifecycle::Agent,
+            };
+            (children, (agent, child, brief.step))
         };
-        // The host checks the id itself, whatever the plugin did: an unknown id (a guess, a
-        // URL, an id copied from a message) fails here, before anything is created or contacted.
-        let agent = brief.agent.as_deref();
-        let resolved = match &call.registry {
-            Some(registry) => registry.resolve(agent).map(|a| a.id.clone()),
-            None => match agent {
-                None => Ok(SELF_ID.to_string()),
-                Some(id) if id == SELF_ID => Ok(SELF_ID.to_string()),
-                Some(id) => Err(UnknownAgent::new(id, vec![SELF_ID.to_string()])),
-            },
-        };
-        let agent = resolved.map_err(|unknown| wit_error(unknown.code(), unknown.message()))?;
-        Err(wit_error(
-            "tool.unavailable",
-            format!("delegation to {agent} is not available on this harness yet"),
-        ))
+        let (agent, child, step) = request;
+        self.create_child(&children, &agent, child, step).await
     }
 
     async fn create_task_for_participant(
         &mut self,
-        _participant_id: String,
-        _name: String,
-        _goal: String,
-        _acceptance_criteria: Vec<String>,
-        _step: Option<String>,
+        participant_id: String,
+        name: String,
+        goal: String,
+        acceptance_criteria: Vec<String>,
+        step: Option<String>,
     ) -> Result<SubtaskRef, WitToolError> {
-        Err(wit_error(
-            "tool.unavailable",
-            "participant tasks are not available on this harness yet",
-        ))
+        let (children, child) = {
+            let call = self.in_call()?;
+            if call.record.ext.participant(&participant_id).is_none() {
+                return Err(wit_error(
+                    "channel.not_a_member",
+                    format!("{participant_id} is not a participant of this task"),
+                ));
+            }
+            check_step(&call.record, &call.effects, step.as_deref())?;
+            let Some(children) = call.children.clone() else {
+                return Err(wit_error(
+                    "tool.unavailable",
+                    "participant tasks are not available where this tool runs",
+                ));
+            };
+            // The child's participants are the parent's, the one asked as its assignee: they
+            // can all see it, and the assignee's reply is its answer.
+            let participants = call
+                .record
+                .ext
+                .participants
+                .iter()
+                .cloned()
+                .map(|mut p| {
+                    if p.id == participant_id {
+                        p.role = Role::Assignee;
+                    }
+                    p
+                })
+                .collect();
+            let child = ChildBrief {
+                name,
+                goal,
+                description: None,
+                acceptance_criteria,
+                participants,
+                lifecycle: Lifecycle::Participant,
+            };
+            (children, child)
+        };
+        self.create_child(&children, SELF_ID, child, step).await
     }
 
     async fn set_participant_role(

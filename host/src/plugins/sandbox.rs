@@ -2,8 +2,8 @@
 //! fresh store per call holding exactly what the guest may reach (an empty WASI context, the
 //! in-flight call's state), a memory cap and a CPU deadline.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
@@ -61,6 +61,49 @@ impl ResourceLimiter for Limiter {
     }
 }
 
+/// Time a call spent waiting on the host's own network work (creating a sub-task over A2A).
+/// It is not the guest's CPU time, so it does not count against the call's deadline.
+#[derive(Debug, Clone, Default)]
+pub struct HostWait(Arc<Mutex<WaitClock>>);
+
+#[derive(Debug, Default)]
+struct WaitClock {
+    total: Duration,
+    since: Option<Instant>,
+}
+
+impl HostWait {
+    /// Starts a wait; it ends when the guard is dropped.
+    pub fn begin(&self) -> HostWaitGuard {
+        self.lock().since = Some(Instant::now());
+        HostWaitGuard(self.clone())
+    }
+
+    /// Time waited so far, the wait in progress included.
+    pub fn total(&self) -> Duration {
+        let clock = self.lock();
+        clock.total + clock.since.map(|s| s.elapsed()).unwrap_or_default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, WaitClock> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Ends a [`HostWait`] when dropped.
+pub struct HostWaitGuard(HostWait);
+
+impl Drop for HostWaitGuard {
+    fn drop(&mut self) {
+        let mut clock = self.0.lock();
+        if let Some(since) = clock.since.take() {
+            clock.total += since.elapsed();
+        }
+    }
+}
+
 /// What a guest can reach: WASI with nothing granted, and the state of the call in flight.
 pub struct StoreData {
     wasi: WasiCtx,
@@ -70,6 +113,8 @@ pub struct StoreData {
     pub plugin: String,
     /// The task effects of an `invoke`; `None` at start-up.
     pub call: Option<CallState>,
+    /// Host network time during the call, excluded from its deadline.
+    pub host_wait: HostWait,
 }
 
 impl WasiView for StoreData {
@@ -103,9 +148,9 @@ pub fn engine() -> wasmtime::Result<Engine> {
 }
 
 /// A fresh store for one call. WASI is the default context: no files, no environment, no
-/// arguments, sockets refused, standard streams discarded. The deadline counts from now; past it
-/// the guest traps at its next epoch check, and until then it yields every tick so one busy
-/// plugin never holds an executor thread.
+/// arguments, sockets refused, standard streams discarded. The deadline counts from now, less the
+/// time spent in the host's network work; past it the guest traps at its next epoch check, and
+/// until then it yields every tick so one busy plugin never holds an executor thread.
 pub fn store(
     engine: &Engine,
     plugin: &str,
@@ -121,14 +166,18 @@ pub fn store(
         },
         plugin: plugin.to_string(),
         call,
+        host_wait: HostWait::default(),
     };
     let mut store = Store::new(engine, data);
     store.limiter(|data| &mut data.limiter);
     let started = Instant::now();
     let deadline = limits.deadline;
     store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |_| {
-        if started.elapsed() >= deadline {
+    store.epoch_deadline_callback(move |ctx| {
+        let guest_time = started
+            .elapsed()
+            .saturating_sub(ctx.data().host_wait.total());
+        if guest_time >= deadline {
             Ok(UpdateDeadline::Interrupt)
         } else {
             Ok(UpdateDeadline::Yield(1))

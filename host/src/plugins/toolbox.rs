@@ -13,9 +13,10 @@ use wasmtime::Engine;
 use super::errors::{PluginError, describe_failure};
 use super::host_api::CallState;
 use super::loader::LoadedPlugin;
-use super::sandbox::{CallLimits, store};
+use super::sandbox::{CallLimits, HostWait, store};
 use crate::agents::Registry;
-use crate::engine::tools::{ToolContext, ToolHost, ToolOutcome};
+use crate::engine::children::Children;
+use crate::engine::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
 use crate::model::{ToolCall, ToolSpec};
 
 /// Tools one plugin may define.
@@ -40,6 +41,8 @@ pub struct Toolbox {
     engine: Engine,
     /// The agents `spawn_subtask` may name; attached once at start-up.
     registry: std::sync::OnceLock<Arc<Registry>>,
+    /// How children are created over A2A; attached once at start-up.
+    children: std::sync::OnceLock<Arc<Children>>,
     limits: CallLimits,
     entries: HashMap<String, Entry>,
     specs: Vec<ToolSpec>,
@@ -116,6 +119,7 @@ impl Toolbox {
         Ok(Toolbox {
             engine,
             registry: std::sync::OnceLock::new(),
+            children: std::sync::OnceLock::new(),
             limits,
             entries,
             specs,
@@ -125,6 +129,12 @@ impl Toolbox {
     /// Attaches the registry agent ids are checked against. Until then only `self` is known.
     pub fn attach_registry(&self, registry: Arc<Registry>) {
         let _ = self.registry.set(registry);
+    }
+
+    /// Attaches what creates children over A2A. Until then `spawn_subtask` checks the agent id
+    /// and reports delegation unavailable.
+    pub fn attach_children(&self, children: Arc<Children>) {
+        let _ = self.children.set(children);
     }
 
     /// The plugin file that provides a tool.
@@ -145,6 +155,25 @@ fn check_name(name: &str) -> Result<(), String> {
         Err(format!(
             "\"{name}\" is not a tool name (letters, digits, _ and -, at most 64)"
         ))
+    }
+}
+
+/// Runs `call` for at most `limit` of its own time: time the host spent on its own network work
+/// (in `host_wait`) extends the limit by as much. `None` when the call ran out of time.
+async fn within_deadline<T>(
+    limit: Duration,
+    host_wait: &HostWait,
+    call: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let started = tokio::time::Instant::now();
+    tokio::pin!(call);
+    loop {
+        let until = started + limit + host_wait.total();
+        match tokio::time::timeout_at(until, &mut call).await {
+            Ok(value) => return Some(value),
+            Err(_) if started + limit + host_wait.total() > tokio::time::Instant::now() => {}
+            Err(_) => return None,
+        }
     }
 }
 
@@ -206,10 +235,14 @@ impl ToolHost for Toolbox {
         let plugin = &entry.plugin;
         let state = CallState {
             record: context.record.clone(),
+            call_id: context.call_id.to_string(),
             effects: Vec::new(),
             registry: self.registry.get().cloned(),
+            children: self.children.get().cloned(),
+            spawned: 0,
         };
         let mut store = store(&self.engine, &plugin.file, self.limits, Some(state));
+        let host_wait = store.data().host_wait.clone();
         let arguments_text = arguments.to_string();
         let run = async {
             let instance = plugin.pre.instantiate_async(&mut store).await?;
@@ -218,29 +251,45 @@ impl ToolHost for Toolbox {
                 .call_invoke(&mut store, &call.name, &arguments_text)
                 .await
         };
-        let outcome = tokio::time::timeout(self.limits.deadline + CALL_GRACE, run).await;
-        let failed = |reason: String| {
+        let outcome = within_deadline(self.limits.deadline + CALL_GRACE, &host_wait, run).await;
+        // A child created during the call exists on its agent whatever the call did next: its
+        // row is kept, so the child is followed and not lost.
+        let mut effects = store
+            .data_mut()
+            .call
+            .take()
+            .map(|c| c.effects)
+            .unwrap_or_default();
+        let kept = |mut effects: Vec<Effect>| {
+            effects.retain(Effect::already_happened);
+            effects
+        };
+        let failed = |reason: String, effects: Vec<Effect>| {
             tracing::warn!(plugin = %plugin.file, tool = %call.name, "plugin call failed: {reason}");
-            ToolOutcome::error(
-                "plugin.failed",
-                format!("plugin {} failed in {}: {reason}", plugin.file, call.name),
-            )
+            ToolOutcome {
+                effects: kept(effects),
+                ..ToolOutcome::error(
+                    "plugin.failed",
+                    format!("plugin {} failed in {}: {reason}", plugin.file, call.name),
+                )
+            }
         };
         match outcome {
-            Err(_) => failed(format!(
-                "it did not finish within {} ms",
-                (self.limits.deadline + CALL_GRACE).as_millis()
-            )),
-            Ok(Err(err)) => failed(describe_failure(&err, store.data(), self.limits)),
-            Ok(Ok(Err(tool_error))) => ToolOutcome::error(&tool_error.code, tool_error.message),
-            Ok(Ok(Ok(text))) => ToolOutcome {
+            None => failed(
+                format!(
+                    "it did not finish within {} ms",
+                    (self.limits.deadline + CALL_GRACE).as_millis()
+                ),
+                effects,
+            ),
+            Some(Err(err)) => failed(describe_failure(&err, store.data(), self.limits), effects),
+            Some(Ok(Err(tool_error))) => ToolOutcome {
+                effects: kept(effects),
+                ..ToolOutcome::error(&tool_error.code, tool_error.message)
+            },
+            Some(Ok(Ok(text))) => ToolOutcome {
                 result: Ok(cut(text)),
-                effects: store
-                    .data_mut()
-                    .call
-                    .take()
-                    .map(|c| c.effects)
-                    .unwrap_or_default(),
+                effects: std::mem::take(&mut effects),
             },
         }
     }

@@ -23,7 +23,9 @@ use serde_json::{Value, json};
 
 use crate::a2a::card::CARD_PATH;
 use crate::a2a::headers::LEGACY_VERSION;
-use crate::a2a::headers::{A2A_VERSION_HEADER, PARTICIPANT_HEADER, SUPPORTED_VERSION};
+use crate::a2a::headers::{
+    A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, PARTICIPANT_HEADER, SUPPORTED_VERSION,
+};
 use crate::a2a::jsonrpc::JSONRPC_VERSION;
 use crate::a2a::types::{
     AgentCard, ListTasksRequest, ListTasksResponse, SendMessageRequest, SendMessageResponse,
@@ -113,6 +115,10 @@ pub struct A2aClient {
     /// Where JSON-RPC requests go: the base URL unless the card names another.
     endpoint: String,
     participant: Option<String>,
+    /// Sent as `Authorization: Bearer …`: what makes this harness a trusted delegator there.
+    bearer: Option<String>,
+    /// Extension URIs activated on every request (`A2A-Extensions`).
+    extensions: Vec<String>,
     next_id: AtomicU64,
     dialect: Dialect,
 }
@@ -130,6 +136,8 @@ impl A2aClient {
             endpoint: base_url.clone(),
             base_url,
             participant: None,
+            bearer: None,
+            extensions: Vec::new(),
             next_id: AtomicU64::new(1),
             dialect: Dialect::V1_0,
         })
@@ -168,6 +176,19 @@ impl A2aClient {
     /// Makes every call as this participant (`X-Participant-Id`).
     pub fn with_participant(mut self, id: impl Into<String>) -> A2aClient {
         self.participant = Some(id.into());
+        self
+    }
+
+    /// Authenticates every call with this bearer token. Give it only to the agent it was issued
+    /// for: whoever holds it may create tasks in the delegator's name.
+    pub fn with_bearer(mut self, token: impl Into<String>) -> A2aClient {
+        self.bearer = Some(token.into());
+        self
+    }
+
+    /// Activates these extensions on every call (`A2A-Extensions`).
+    pub fn with_extensions(mut self, uris: Vec<String>) -> A2aClient {
+        self.extensions = uris;
         self
     }
 
@@ -362,10 +383,16 @@ impl A2aClient {
             Dialect::V1_0 => SUPPORTED_VERSION,
             Dialect::V0_3 => LEGACY_VERSION,
         };
-        let request = request.header(A2A_VERSION_HEADER, version);
-        match &self.participant {
-            Some(id) => request.header(PARTICIPANT_HEADER, id),
-            None => request,
+        let mut request = request.header(A2A_VERSION_HEADER, version);
+        if let Some(id) = &self.participant {
+            request = request.header(PARTICIPANT_HEADER, id);
         }
+        if let Some(token) = &self.bearer {
+            request = request.bearer_auth(token);
+        }
+        if !self.extensions.is_empty() {
+            request = request.header(A2A_EXTENSIONS_HEADER, self.extensions.join(", "));
+        }
+        request
     }
 }

@@ -1,0 +1,188 @@
+//! A child's brief as it travels to its agent: a task envelope when the agent's card advertises
+//! the task extension, the goal, description and criteria as text when it does not.
+
+use serde_json::{Value, json};
+
+use crate::a2a::types::{Message, Part, Role};
+use crate::tasks::extension::{ENVELOPE_MEDIA_TYPE, Lifecycle, Participant};
+
+/// What the parent asks of a child: the same fields whichever agent runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildBrief {
+    pub name: String,
+    pub goal: String,
+    pub description: Option<String>,
+    pub acceptance_criteria: Vec<String>,
+    /// Who may see and talk to the child besides its creator. Sent only to an agent that trusts
+    /// this harness as a delegator; others would refuse the whole request.
+    pub participants: Vec<Participant>,
+    pub lifecycle: Lifecycle,
+}
+
+/// Where the brief goes and what that agent accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery<'a> {
+    /// The agent's card advertises the task extension.
+    pub envelope: bool,
+    /// The agent treats this harness as a trusted delegator (self, or a configured token).
+    pub trusted: bool,
+    /// The parent task, linked from the child when the agent trusts this harness.
+    pub parent: Option<(&'a str, &'a str)>,
+}
+
+/// The message that creates the child. Its id is chosen by the parent so that sending it again
+/// after a crash finds the child already made instead of making a second one.
+pub fn child_message(brief: &ChildBrief, message_id: &str, delivery: Delivery<'_>) -> Message {
+    let part = if delivery.envelope {
+        Part::data(
+            json!({ "kind": "task", "payload": envelope_payload(brief, delivery) }),
+            ENVELOPE_MEDIA_TYPE,
+        )
+    } else {
+        Part::text(text_brief(brief))
+    };
+    Message {
+        message_id: message_id.to_string(),
+        role: Role::User,
+        parts: vec![part],
+        ..Message::default()
+    }
+}
+
+fn envelope_payload(brief: &ChildBrief, delivery: Delivery<'_>) -> Value {
+    let mut payload = json!({
+        "name": brief.name,
+        "goal": brief.goal,
+        "acceptance_criteria": brief
+            .acceptance_criteria
+            .iter()
+            .map(|text| json!({ "text": text, "met": false }))
+            .collect::<Vec<_>>(),
+    });
+    if let Some(description) = brief
+        .description
+        .as_deref()
+        .filter(|d| !d.trim().is_empty())
+    {
+        payload["description"] = json!(description);
+    }
+    if delivery.trusted {
+        if !brief.participants.is_empty() {
+            payload["participants"] = json!(brief.participants);
+        }
+        if brief.lifecycle != Lifecycle::Agent {
+            payload["lifecycle"] = json!(brief.lifecycle);
+        }
+        if let Some((task_id, agent)) = delivery.parent {
+            payload["parent_tasks"] =
+                json!([{ "task_id": task_id, "agent": { "kind": "agent", "id": agent } }]);
+        }
+    }
+    payload
+}
+
+/// The brief for an agent that does not speak the task extension: the goal, then the
+/// description, then each acceptance criterion.
+pub fn text_brief(brief: &ChildBrief) -> String {
+    let mut text = brief.goal.trim().to_string();
+    if let Some(description) = brief.description.as_deref().map(str::trim)
+        && !description.is_empty()
+    {
+        text.push_str("\n\n");
+        text.push_str(description);
+    }
+    if !brief.acceptance_criteria.is_empty() {
+        text.push_str("\n\nAcceptance criteria:");
+        for criterion in &brief.acceptance_criteria {
+            text.push_str("\n- ");
+            text.push_str(criterion.trim());
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::extension::{ParticipantKind, Role as TaskRole};
+
+    fn brief() -> ChildBrief {
+        ChildBrief {
+            name: "March balance".to_string(),
+            goal: "Report the balance of account ACME-001 on 31 March.".to_string(),
+            description: Some("Use the ledger's closing figures.".to_string()),
+            acceptance_criteria: vec![
+                "States the balance in EUR".to_string(),
+                "Names the date".to_string(),
+            ],
+            participants: vec![Participant {
+                id: "alice".to_string(),
+                kind: ParticipantKind::Human,
+                role: TaskRole::Admin,
+                display_name: None,
+            }],
+            lifecycle: Lifecycle::Agent,
+        }
+    }
+
+    #[test]
+    fn the_text_brief_gives_goal_description_and_each_criterion_golden() {
+        assert_eq!(
+            text_brief(&brief()),
+            "Report the balance of account ACME-001 on 31 March.\n\n\
+             Use the ledger's closing figures.\n\n\
+             Acceptance criteria:\n- States the balance in EUR\n- Names the date"
+        );
+    }
+
+    #[test]
+    fn an_agent_without_the_extension_gets_one_text_part() {
+        let delivery = Delivery {
+            envelope: false,
+            trusted: false,
+            parent: None,
+        };
+        let message = child_message(&brief(), "m-1", delivery);
+        assert_eq!(message.message_id, "m-1");
+        assert_eq!(message.parts.len(), 1);
+        assert_eq!(message.text(), text_brief(&brief()));
+    }
+
+    #[test]
+    fn a_trusting_agent_gets_participants_and_the_parent_link() {
+        let delivery = Delivery {
+            envelope: true,
+            trusted: true,
+            parent: Some(("parent-1", "self")),
+        };
+        let message = child_message(&brief(), "m-1", delivery);
+        let part = &message.parts[0];
+        assert_eq!(part.media_type, ENVELOPE_MEDIA_TYPE);
+        let payload = &part.data.as_ref().unwrap()["payload"];
+        assert_eq!(payload["name"], "March balance");
+        assert_eq!(payload["description"], "Use the ledger's closing figures.");
+        assert_eq!(payload["acceptance_criteria"][1]["text"], "Names the date");
+        assert_eq!(payload["participants"][0]["id"], "alice");
+        assert_eq!(payload["parent_tasks"][0]["task_id"], "parent-1");
+        assert!(payload.get("lifecycle").is_none(), "agent is the default");
+    }
+
+    #[test]
+    fn an_agent_that_does_not_trust_this_harness_gets_only_what_any_creator_may_set() {
+        let mut brief = brief();
+        brief.lifecycle = Lifecycle::Participant;
+        let delivery = Delivery {
+            envelope: true,
+            trusted: false,
+            parent: Some(("parent-1", "self")),
+        };
+        let message = child_message(&brief, "m-1", delivery);
+        let payload = &message.parts[0].data.as_ref().unwrap()["payload"];
+        for key in ["participants", "lifecycle", "parent_tasks"] {
+            assert!(
+                payload.get(key).is_none(),
+                "{key} sent to an untrusting agent"
+            );
+        }
+    }
+}

@@ -1,0 +1,415 @@
+//! Child tasks. Every child, on a remote agent or on this harness itself, is created the same way:
+//! an A2A `SendMessage` to the agent carrying the brief, then one stand-in follower per open child
+//! that tells the parent of each change, and an A2A `CancelTask` when the parent is canceled.
+//! There is no in-process shortcut: `self` is reached over HTTP at its own base URL.
+
+pub mod brief;
+mod follower;
+pub mod report;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use self::brief::{ChildBrief, Delivery, child_message};
+use self::report::ChildNews;
+use super::Engine;
+use super::tools::ToolError;
+use crate::a2a::client::{A2aClient, ClientError};
+use crate::a2a::types::{
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, TaskState,
+};
+use crate::agents::{Registry, SELF_ID};
+use crate::store::{Store, StoreError};
+use crate::tasks::extension::{AgentRef, EXTENSION_URI, TaskLink};
+use crate::tasks::hub::TaskHub;
+use crate::tasks::record::TaskRecord;
+
+/// Parent links followed when measuring a task's depth; a longer chain is treated as too deep
+/// rather than walked further, so a corrupt cycle cannot loop.
+const MAX_DEPTH_WALK: u32 = 64;
+/// How long cancelling one child may take before the parent gives up on it (and logs it).
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How children are made and followed, from `[limits]`, `[server]` and `agents`.
+#[derive(Debug, Clone)]
+pub struct ChildSettings {
+    /// This process's secret: sent only to its own base URL, where it makes the harness a
+    /// trusted delegator of itself.
+    pub self_secret: String,
+    /// Bearer tokens by agent id (`agents[].token_env`): those agents trust this harness.
+    pub tokens: HashMap<String, String>,
+    /// The participant id this harness gives agents that do not trust it.
+    pub participant_id: String,
+    /// `[limits] max_subtask_depth`.
+    pub max_depth: u32,
+    /// `[limits] subtask_unreachable_secs`: how long a child's agent may stay unreachable
+    /// before the child ends FAILED for the parent.
+    pub unreachable_after: Duration,
+}
+
+/// Where a new child is to run and what it is asked.
+#[derive(Debug, Clone)]
+pub struct SpawnRequest<'a> {
+    pub parent: &'a TaskRecord,
+    /// A registered id; `None` (or `self`) is this harness.
+    pub agent: Option<&'a str>,
+    pub brief: ChildBrief,
+    /// Chosen by the parent from its journal, so a retry after a crash sends the same id.
+    pub message_id: String,
+}
+
+/// Creates, follows and cancels every child task of this harness.
+pub struct Children {
+    hub: Arc<TaskHub>,
+    registry: Arc<Registry>,
+    settings: ChildSettings,
+    /// Where this harness listens, once it does (`server.bind` may name port 0).
+    own_url: OnceLock<String>,
+    engine: OnceLock<Weak<dyn Engine>>,
+    clients: Mutex<HashMap<String, Arc<A2aClient>>>,
+    /// One follower per open child, by child task id.
+    followers: Mutex<HashMap<String, CancellationToken>>,
+    stop: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Children {
+    /// Children of tasks in `hub`, sent to the agents of `registry`.
+    pub fn new(hub: Arc<TaskHub>, registry: Arc<Registry>, settings: ChildSettings) -> Children {
+        Children {
+            hub,
+            registry,
+            settings,
+            own_url: OnceLock::new(),
+            engine: OnceLock::new(),
+            clients: Mutex::new(HashMap::new()),
+            followers: Mutex::new(HashMap::new()),
+            stop: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        }
+    }
+
+    /// Where this harness is reached, once it listens. Until then a child on `self` cannot be
+    /// created.
+    pub fn set_own_url(&self, base_url: &str) {
+        let _ = self.own_url.set(base_url.trim_end_matches('/').to_string());
+    }
+
+    /// The engine to wake when a child's news arrives.
+    pub fn set_engine(&self, engine: Weak<dyn Engine>) {
+        let _ = self.engine.set(engine);
+    }
+
+    /// The agents children may be sent to.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Creates the child with an A2A `SendMessage` to its agent and returns the sub-task row
+    /// for the parent. Fails, creating nothing and contacting nothing, for an unknown agent or
+    /// a parent already at `limits.max_subtask_depth`.
+    pub async fn spawn(&self, request: SpawnRequest<'_>) -> Result<TaskLink, ToolError> {
+        let agent = self
+            .registry
+            .resolve(request.agent)
+            .map_err(|unknown| ToolError::new(unknown.code(), unknown.message()))?;
+        let depth = depth_of(self.hub.store(), request.parent);
+        if depth >= self.settings.max_depth {
+            return Err(ToolError::new(
+                "subtask.too_deep",
+                format!(
+                    "this task is at sub-task depth {depth} and limits.max_subtask_depth is {}: do this work in this task instead of creating a sub-task",
+                    self.settings.max_depth
+                ),
+            ));
+        }
+        let agent_id = agent.id.clone();
+        let client = self.client(&agent_id)?;
+        let delivery = Delivery {
+            envelope: agent
+                .card
+                .capabilities
+                .extensions
+                .iter()
+                .any(|e| e.uri == EXTENSION_URI),
+            trusted: self.is_trusted_by(&agent_id),
+            parent: Some((
+                &request.parent.id,
+                &self.settings.participant_id_for(&agent_id),
+            )),
+        };
+        let message = child_message(&request.brief, &request.message_id, delivery);
+        let send = SendMessageRequest {
+            tenant: String::new(),
+            message,
+            configuration: Some(SendMessageConfiguration {
+                return_immediately: true,
+                ..SendMessageConfiguration::default()
+            }),
+            metadata: None,
+        };
+        let response = client
+            .send_message(send)
+            .await
+            .map_err(|err| unreachable_error(&agent_id, "create the sub-task", &err))?;
+        match response {
+            SendMessageResponse::Task(task) => {
+                tracing::info!(parent = %request.parent.id, child = %task.id, agent = %agent_id, "sub-task created");
+                Ok(TaskLink {
+                    task_id: task.id,
+                    agent: Some(AgentRef {
+                        kind: "agent".to_string(),
+                        id: agent_id,
+                        version: Some(agent.card.version.clone()).filter(|v| !v.is_empty()),
+                    }),
+                    // Not yet heard: the follower's first look records the state, and
+                    // reports a child that ended (or asks) at once like any other.
+                    state: None,
+                })
+            }
+            SendMessageResponse::Message(message) => Err(ToolError::new(
+                "subtask.no_task",
+                format!(
+                    "{agent_id} answered at once instead of creating a task, so there is nothing to follow; its answer: {}",
+                    report::note_text("-", &agent_id, TaskState::Completed, &message.text())
+                ),
+            )),
+        }
+    }
+
+    /// Starts the stand-in follower of a child, unless one runs already.
+    pub fn follow(self: &Arc<Self>, parent: &str, link: &TaskLink) {
+        let known = link.state.as_deref().and_then(TaskState::from_wire);
+        if known.is_some_and(TaskState::is_terminal) || self.stop.is_cancelled() {
+            return;
+        }
+        let agent = link
+            .agent
+            .as_ref()
+            .map(|a| a.id.clone())
+            .unwrap_or_else(|| SELF_ID.to_string());
+        let stop = self.stop.child_token();
+        {
+            let mut followers = lock(&self.followers);
+            if followers.contains_key(&link.task_id) {
+                return;
+            }
+            followers.insert(link.task_id.clone(), stop.clone());
+        }
+        let children = self.clone();
+        let parent = parent.to_string();
+        let child = link.task_id.clone();
+        self.tracker.spawn(async move {
+            follower::run(&children, &parent, &child, &agent, stop).await;
+            lock(&children.followers).remove(&child);
+        });
+    }
+
+    /// Starts a follower for every open child of every open task; returns how many.
+    pub fn resume(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let mut started = 0;
+        for id in self.hub.store().open_task_ids()? {
+            let Some(record) = self.hub.store().task(&id)? else {
+                continue;
+            };
+            for link in &record.ext.sub_tasks {
+                if !is_closed(link) {
+                    self.follow(&id, link);
+                    started += 1;
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    /// Cancels each open child of a parent that was just canceled, with A2A `CancelTask` on
+    /// its agent; each child's row then records the state its agent reports.
+    pub fn cancel_open(self: &Arc<Self>, parent: &str) {
+        let record = match self.hub.store().task(parent) {
+            Ok(Some(record)) => record,
+            Ok(None) => return,
+            Err(err) => {
+                tracing::error!(task = %parent, "cannot read the task to cancel its sub-tasks: {err}");
+                return;
+            }
+        };
+        for link in record.ext.sub_tasks.iter().filter(|l| !is_closed(l)) {
+            if let Some(token) = lock(&self.followers).remove(&link.task_id) {
+                token.cancel();
+            }
+            let children = self.clone();
+            let parent = parent.to_string();
+            let child = link.task_id.clone();
+            let agent = link
+                .agent
+                .as_ref()
+                .map(|a| a.id.clone())
+                .unwrap_or_else(|| SELF_ID.to_string());
+            self.tracker.spawn(async move {
+                children.cancel_child(&parent, &child, &agent).await;
+            });
+        }
+    }
+
+    async fn cancel_child(&self, parent: &str, child: &str, agent: &str) {
+        let client = match self.client(agent) {
+            Ok(client) => client,
+            Err(err) => {
+                tracing::warn!(%parent, %child, %agent, "cannot cancel the sub-task: {err}");
+                return;
+            }
+        };
+        let outcome = tokio::time::timeout(CANCEL_TIMEOUT, async {
+            match client.cancel_task(child).await {
+                Ok(task) => Ok(task),
+                // Already finished: record how it ended.
+                Err(err) if err.rpc_code() == Some(crate::a2a::jsonrpc::TASK_NOT_CANCELABLE) => {
+                    client.get_task(child, Some(0)).await
+                }
+                Err(err) => Err(err),
+            }
+        })
+        .await;
+        match outcome {
+            Ok(Ok(task)) => {
+                tracing::info!(%parent, %child, %agent, state = task.status.state.short_name(), "sub-task canceled with its parent");
+                let news = ChildNews {
+                    state: task.status.state,
+                    note: None,
+                };
+                if let Err(err) = report::record(&self.hub, parent, child, agent, &news) {
+                    tracing::error!(%parent, %child, "cannot record the sub-task's state: {err}");
+                }
+            }
+            Ok(Err(err)) => {
+                tracing::warn!(%parent, %child, %agent, "could not cancel the sub-task: {err}")
+            }
+            Err(_) => tracing::warn!(%parent, %child, %agent, "cancelling the sub-task timed out"),
+        }
+    }
+
+    /// Stops every follower and waits for them; they resume from the store at the next start.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+
+    /// Records a child's news on its parent and wakes the parent when its model has something
+    /// to read.
+    fn report(&self, parent: &str, child: &str, agent: &str, news: &ChildNews) {
+        match report::record(&self.hub, parent, child, agent, news) {
+            Ok(true) => {
+                if let Some(engine) = self.engine.get().and_then(Weak::upgrade) {
+                    engine.wake(parent);
+                }
+            }
+            Ok(false) => {}
+            Err(err) => {
+                tracing::error!(%parent, %child, "cannot record the sub-task's news: {err}")
+            }
+        }
+    }
+
+    fn is_trusted_by(&self, agent: &str) -> bool {
+        agent == SELF_ID || self.settings.tokens.contains_key(agent)
+    }
+
+    /// The client for an agent, made once: with this process's secret for `self`, the
+    /// configured token for an agent that trusts this harness, a plain participant id otherwise.
+    fn client(&self, agent: &str) -> Result<Arc<A2aClient>, ToolError> {
+        if let Some(client) = lock(&self.clients).get(agent) {
+            return Ok(client.clone());
+        }
+        let registered = self
+            .registry
+            .resolve(Some(agent))
+            .map_err(|unknown| ToolError::new(unknown.code(), unknown.message()))?;
+        let url = if agent == SELF_ID {
+            self.own_url.get().cloned().ok_or_else(|| {
+                ToolError::new(
+                    "subtask.unavailable",
+                    "this harness is not listening yet, so it cannot give itself a sub-task",
+                )
+            })?
+        } else {
+            registered.interface_url().to_string()
+        };
+        let client = A2aClient::new(url).map_err(|err| {
+            tracing::error!("cannot build the A2A client: {err}");
+            ToolError::new("subtask.unavailable", "the A2A client could not be built")
+        })?;
+        let client = if agent == SELF_ID {
+            client.with_bearer(self.settings.self_secret.clone())
+        } else if let Some(token) = self.settings.tokens.get(agent) {
+            client.with_bearer(token.clone())
+        } else {
+            client.with_participant(self.settings.participant_id.clone())
+        };
+        let client = Arc::new(client.with_extensions(vec![EXTENSION_URI.to_string()]));
+        lock(&self.clients).insert(agent.to_string(), client.clone());
+        Ok(client)
+    }
+}
+
+impl ChildSettings {
+    /// The id the agent knows this harness by: `self` on itself, the participant id elsewhere.
+    fn participant_id_for(&self, agent: &str) -> String {
+        if agent == SELF_ID {
+            SELF_ID.to_string()
+        } else {
+            self.participant_id.clone()
+        }
+    }
+}
+
+/// A sub-task row whose child has ended.
+fn is_closed(link: &TaskLink) -> bool {
+    link.state
+        .as_deref()
+        .and_then(TaskState::from_wire)
+        .is_some_and(TaskState::is_terminal)
+}
+
+/// How many parent links lead up from this task through tasks of this harness: 0 for a task a
+/// participant created, 1 for its child, and so on.
+pub fn depth_of(store: &Store, record: &TaskRecord) -> u32 {
+    let mut depth = 0;
+    let mut current = record.clone();
+    while let Some(link) = current.ext.parent_tasks.first() {
+        depth += 1;
+        if depth >= MAX_DEPTH_WALK {
+            break;
+        }
+        match store.task(&link.task_id) {
+            Ok(Some(parent)) => current = parent,
+            _ => break,
+        }
+    }
+    depth
+}
+
+/// A failed call to an agent, as the model reads it: what failed and why, never the URL.
+fn unreachable_error(agent: &str, doing: &str, err: &ClientError) -> ToolError {
+    tracing::warn!(%agent, "could not {doing}: {err}");
+    let why = match err {
+        ClientError::Rpc { message, .. } => format!("{agent} refused: {message}"),
+        ClientError::Status { status, .. } => format!("{agent} answered HTTP {status}"),
+        ClientError::Transport { .. } => format!("{agent} could not be reached"),
+        ClientError::InvalidResponse { .. } => format!("{agent} sent an invalid response"),
+        ClientError::Build(_) | ClientError::Unsupported(_) => {
+            format!("{agent} cannot be called from here")
+        }
+    };
+    ToolError::new("subtask.failed", format!("could not {doing}: {why}"))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
