@@ -21,8 +21,8 @@ use crate::plugins::{
     PromptContext, SkillSummary,
 };
 use crate::store::{Store, StoreError};
-use crate::tasks::Tasks;
 use crate::tasks::hub::TaskHub;
+use crate::tasks::{Delegators, Tasks};
 
 /// Why the harness could not start.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +57,9 @@ pub struct Runtime {
     pub registry: Registry,
     /// What the model knows of each registered agent, as rendered in the `agents` section.
     pub roster: Roster,
+    /// Who may shape a new task's brief: `self` (this process's secret) and
+    /// `[[server.trusted_delegators]]`.
+    pub delegators: Arc<Delegators>,
 }
 
 impl Runtime {
@@ -71,11 +74,24 @@ impl Runtime {
         Runtime::build_with_model(config, model).await
     }
 
-    /// Builds the harness around a given model (tests and benchmarks).
+    /// Builds the harness around a given model (tests and benchmarks), the delegators' tokens
+    /// read from the process environment.
     pub async fn build_with_model(
         config: Config,
         model: Arc<dyn Model>,
     ) -> Result<Runtime, StartError> {
+        Runtime::build_with_model_and_env(config, model, |name| std::env::var(name).ok()).await
+    }
+
+    /// Builds the harness around a given model, reading the delegators' tokens with `env`, so
+    /// tests can give tokens without touching the process environment. A token that is missing
+    /// is a configuration error: a harness must not serve with a delegator it cannot recognise.
+    pub async fn build_with_model_and_env(
+        config: Config,
+        model: Arc<dyn Model>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Runtime, StartError> {
+        let delegators = Arc::new(Delegators::from_config(&config.server, env)?);
         if config.model.provider.is_none() {
             tracing::warn!(
                 "no model is configured: every task will fail until one is. {}",
@@ -116,6 +132,7 @@ impl Runtime {
             prefix,
             registry,
             roster,
+            delegators,
         })
     }
 
@@ -153,9 +170,14 @@ impl Runtime {
         let state = ServerState {
             service: self.tasks.clone(),
             card: self.card(&base_url),
+            delegators: self.delegators.clone(),
             max_request_bytes: self.config.server.max_request_bytes,
             rate_limit_per_minute: self.config.server.rate_limit_per_minute,
         };
+        let trusted: Vec<&str> = self.delegators.configured_ids().collect();
+        if !trusted.is_empty() {
+            tracing::info!(delegators = %trusted.join(", "), "trusted delegators");
+        }
         tracing::info!(
             "tiny-harness {} listening on http://{local} (base URL {base_url}); model: {}",
             env!("CARGO_PKG_VERSION"),
