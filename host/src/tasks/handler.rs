@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 
-use super::envelope::{BriefChange, read_brief};
+use super::envelope::{BriefChange, check_new_brief, read_brief};
 use super::extension::{Participant, ParticipantKind, Role, TaskExtension};
 use super::hub::{Change, TaskHub};
 use super::record::TaskRecord;
@@ -91,7 +91,14 @@ impl Tasks {
         Ok(record.to_task(history, include_artifacts))
     }
 
-    fn create(&self, sender: &str, mut message: Message) -> Result<Subscription, TaskError> {
+    /// Creates a task from its first message. A brief that asks for more than the sender may
+    /// is refused whole, before anything is written.
+    fn create(&self, sender: &Sender, mut message: Message) -> Result<Subscription, TaskError> {
+        let Sender {
+            id: sender,
+            trusted,
+        } = sender;
+        let sender = sender.as_str();
         let brief = read_brief(&message)?;
         let mut ext = match brief {
             Some(ext) => ext,
@@ -105,13 +112,20 @@ impl Tasks {
                 TaskExtension::from_text(&text)
             }
         };
-        check_new_participants(sender, &ext)?;
+        check_new_brief(&ext, sender, *trusted)?;
         if ext.participant(sender).is_none() {
+            // A trusted delegator is another agent (or this harness); an untrusted caller is
+            // taken to be a person, as before delegators existed.
+            let kind = if *trusted {
+                ParticipantKind::Agent
+            } else {
+                ParticipantKind::Human
+            };
             ext.participants.insert(
                 0,
                 Participant {
                     id: sender.to_string(),
-                    kind: ParticipantKind::Human,
+                    kind,
                     role: Role::Admin,
                     display_name: None,
                 },
@@ -192,29 +206,41 @@ impl Tasks {
     }
 }
 
-/// Only a trusted delegator may name other participants on a new task; until delegators exist,
-/// nobody may.
-fn check_new_participants(sender: &str, ext: &TaskExtension) -> Result<(), TaskError> {
-    if let Some(other) = ext.participants.iter().find(|p| p.id != sender) {
-        return Err(TaskError::InvalidParams(format!(
-            "task.participants: only a trusted delegator may name participants other than itself (found `{}`)",
-            other.id
-        )));
-    }
-    Ok(())
+/// Who a message is from, and whether that is a trusted delegator.
+struct Sender {
+    id: String,
+    trusted: bool,
 }
 
-/// The participant a message comes from: `Message.metadata.participant_id`, else the caller.
-fn sender(caller: &Caller, message: &Message) -> String {
-    message
+/// The participant a message comes from. An untrusted caller is named by
+/// `Message.metadata.participant_id`, else by its header. A trusted delegator speaks only as
+/// itself: a message naming someone else is refused, so trust never passes to another id.
+fn sender(caller: &Caller, message: &Message) -> Result<Sender, TaskError> {
+    let named = message
         .metadata
         .as_ref()
         .and_then(|m| m.get("participant_id"))
         .and_then(|v| v.as_str())
         .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| caller.participant_id.clone())
+        .filter(|s| !s.is_empty());
+    if caller.trusted {
+        if let Some(other) = named.filter(|id| *id != caller.participant_id) {
+            return Err(TaskError::InvalidParams(format!(
+                "message.metadata.participant_id: `{other}` is not `{}`, the trusted delegator whose token was presented; a delegator speaks only as itself",
+                caller.participant_id
+            )));
+        }
+        return Ok(Sender {
+            id: caller.participant_id.clone(),
+            trusted: true,
+        });
+    }
+    Ok(Sender {
+        id: named
+            .map(str::to_string)
+            .unwrap_or_else(|| caller.participant_id.clone()),
+        trusted: false,
+    })
 }
 
 #[async_trait]
@@ -224,11 +250,11 @@ impl TaskService for Tasks {
         caller: &Caller,
         request: SendMessageRequest,
     ) -> Result<Subscription, TaskError> {
-        let sender = sender(caller, &request.message);
+        let sender = sender(caller, &request.message)?;
         if request.message.task_id.is_empty() {
             self.create(&sender, request.message)
         } else {
-            self.continue_task(&sender, request.message)
+            self.continue_task(&sender.id, request.message)
         }
     }
 
