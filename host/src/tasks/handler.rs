@@ -1,5 +1,5 @@
 //! [`Tasks`], the harness's answer to every protocol request about tasks: who may see a task,
-//! how a message creates or continues one, and what a brief may set.
+//! how a message creates (once per message id) or continues one, and what a brief may set.
 
 use std::sync::{Arc, OnceLock};
 
@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::envelope::{BriefChange, check_new_brief, read_brief};
 use super::extension::{Participant, ParticipantKind, Role, TaskExtension};
-use super::hub::{Change, TaskHub};
+use super::hub::{Change, Created, TaskHub};
 use super::record::TaskRecord;
 use super::service::{Caller, Subscription, TaskError, TaskService};
 use crate::a2a::types::{
@@ -91,14 +91,43 @@ impl Tasks {
         Ok(record.to_task(history, include_artifacts))
     }
 
-    /// Creates a task from its first message. A brief that asks for more than the sender may
-    /// is refused whole, before anything is written.
+    /// The task a resent message had already created, as it is now. While the task is still
+    /// being worked the caller follows it as the first send would have; once it has settled
+    /// there is nothing more to wait for, so the events end at once.
+    fn existing(&self, id: &str) -> Result<Subscription, TaskError> {
+        let record = self
+            .hub
+            .store()
+            .task(id)?
+            .ok_or_else(|| TaskError::NotFound(id.to_string()))?;
+        if !record.state().is_settled() {
+            return self.subscription(id, None);
+        }
+        let (closed, events) = tokio::sync::broadcast::channel(1);
+        drop(closed);
+        Ok(Subscription {
+            snapshot: self.render(&record, None, true)?,
+            events,
+        })
+    }
+
+    /// Creates a task from its first message. A message id the sender already created a task
+    /// with gives that task back; a brief that asks for more than the sender may is refused
+    /// whole, before anything is written.
     fn create(&self, sender: &Sender, mut message: Message) -> Result<Subscription, TaskError> {
         let Sender {
             id: sender,
             trusted,
         } = sender;
         let sender = sender.as_str();
+        if !message.message_id.is_empty()
+            && let Some(existing) = self
+                .hub
+                .store()
+                .task_created_by(sender, &message.message_id)?
+        {
+            return self.existing(&existing);
+        }
         let brief = read_brief(&message)?;
         let mut ext = match brief {
             Some(ext) => ext,
@@ -152,10 +181,14 @@ impl Tasks {
             ext,
             owner: sender.to_string(),
         };
-        self.hub.create(&record, |tx| {
+        let message_id = message.message_id.clone();
+        let created = self.hub.create(&record, &message_id, |tx| {
             tx.append_message(&id, &message)?;
             Ok(())
         })?;
+        if let Created::Existing(existing) = created {
+            return self.existing(&existing);
+        }
         let subscription = self.subscription(&id, None)?;
         self.engine()?.start(&id);
         Ok(subscription)
