@@ -72,6 +72,7 @@ async fn agents(slow_delay: Duration) -> Vec<AgentConfig> {
             id: format!("agent-{i:02}"),
             url: card_server(i, delay).await,
             version: None,
+            token_env: None,
         });
     }
     agents

@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::model::build_model;
 use crate::plugins::PluginHost;
 use crate::runtime::{StartError, plugin_settings, prompt_context, render_context};
+use crate::tasks::Delegators;
 
 /// The agents as `serve` would find them: every card fetched and checked.
 async fn discover(config: &Config) -> (Discovery, Roster) {
@@ -35,6 +36,7 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
         |path| config.resolve(path),
         |name| std::env::var(name).ok(),
     )?;
+    let delegators = Delegators::from_config(&config.server, |name| std::env::var(name).ok())?;
     let (discovery, roster) = discover(config).await;
     let host = plugins(config, &roster).await?;
     let source = config
@@ -58,6 +60,20 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
         config.limits.max_turns,
         config.context.turn_budget_tokens,
         config.context.compaction_fraction
+    );
+    let _ = writeln!(
+        out,
+        "sub-tasks:     max depth {}, agent unreachable after {} s",
+        config.limits.max_subtask_depth, config.limits.subtask_unreachable_secs
+    );
+    let trusted: Vec<&str> = delegators.configured_ids().collect();
+    let _ = writeln!(
+        out,
+        "delegators:    self{}",
+        trusted
+            .iter()
+            .map(|id| format!(", {id}"))
+            .collect::<String>()
     );
     for plugin in host.summaries() {
         let _ = writeln!(
@@ -90,9 +106,13 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
             (None, Some(refused)) => format!("not registered: {}", refused.reason),
             (None, None) => "not registered".to_string(),
         };
+        let token = match &agent.token_env {
+            Some(name) => format!(" (bearer token from {name})"),
+            None => String::new(),
+        };
         let _ = writeln!(
             out,
-            "agent:         {} at {}: {verdict}",
+            "agent:         {} at {}{token}: {verdict}",
             agent.id, agent.url
         );
     }

@@ -2,6 +2,7 @@
 //! agent registry and roster, system prompt and static prefix, engine, task service, server),
 //! and the serve loop with its graceful shutdown.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -22,8 +23,8 @@ use crate::plugins::{
     PromptContext, SkillSummary,
 };
 use crate::store::{Store, StoreError};
-use crate::tasks::Tasks;
 use crate::tasks::hub::TaskHub;
+use crate::tasks::{Delegators, Tasks};
 
 /// Why the harness could not start.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +61,9 @@ pub struct Runtime {
     pub roster: Roster,
     /// Creates, follows and cancels child tasks over A2A.
     pub children: Arc<Children>,
+    /// Who may shape a new task's brief: `self` (this process's secret) and
+    /// `[[server.trusted_delegators]]`.
+    pub delegators: Arc<Delegators>,
 }
 
 impl Runtime {
@@ -74,11 +78,25 @@ impl Runtime {
         Runtime::build_with_model(config, model).await
     }
 
-    /// Builds the harness around a given model (tests and benchmarks).
+    /// Builds the harness around a given model (tests and benchmarks), the delegators' tokens
+    /// read from the process environment.
     pub async fn build_with_model(
         config: Config,
         model: Arc<dyn Model>,
     ) -> Result<Runtime, StartError> {
+        Runtime::build_with_model_and_env(config, model, |name| std::env::var(name).ok()).await
+    }
+
+    /// Builds the harness around a given model, reading the delegators' tokens with `env`, so
+    /// tests can give tokens without touching the process environment. A token that is missing
+    /// is a configuration error: a harness must not serve with a delegator it cannot recognise.
+    pub async fn build_with_model_and_env(
+        config: Config,
+        model: Arc<dyn Model>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Runtime, StartError> {
+        let delegators = Arc::new(Delegators::from_config(&config.server, &env)?);
+        let agent_tokens = agent_tokens(&config, &env)?;
         if config.model.provider.is_none() {
             tracing::warn!(
                 "no model is configured: every task will fail until one is. {}",
@@ -109,7 +127,7 @@ impl Runtime {
         let children = Arc::new(Children::new(
             hub.clone(),
             shared_registry,
-            child_settings(&config, self_secret()),
+            child_settings(&config, delegators.self_secret(), agent_tokens),
         ));
         plugins.toolbox().attach_children(children.clone());
         engine.attach_children(children.clone());
@@ -126,6 +144,7 @@ impl Runtime {
             registry,
             roster,
             children,
+            delegators,
         })
     }
 
@@ -168,9 +187,14 @@ impl Runtime {
         let state = ServerState {
             service: self.tasks.clone(),
             card: self.card(&base_url),
+            delegators: self.delegators.clone(),
             max_request_bytes: self.config.server.max_request_bytes,
             rate_limit_per_minute: self.config.server.rate_limit_per_minute,
         };
+        let trusted: Vec<&str> = self.delegators.configured_ids().collect();
+        if !trusted.is_empty() {
+            tracing::info!(delegators = %trusted.join(", "), "trusted delegators");
+        }
         tracing::info!(
             "tiny-harness {} listening on http://{local} (base URL {base_url}); model: {}",
             env!("CARGO_PKG_VERSION"),
@@ -208,22 +232,48 @@ pub async fn discover_agents(config: &Config) -> (Registry, Roster) {
 }
 
 /// How children are created and followed, from `[limits]`, `agents` and the card.
-fn child_settings(config: &Config, self_secret: String) -> ChildSettings {
+fn child_settings(
+    config: &Config,
+    self_secret: &str,
+    tokens: HashMap<String, String>,
+) -> ChildSettings {
     ChildSettings {
-        self_secret,
-        tokens: Default::default(),
+        self_secret: self_secret.to_string(),
+        tokens,
         participant_id: own_card(&config.card, &config.server.effective_base_url()).name,
-        max_depth: 4,
-        unreachable_after: std::time::Duration::from_secs(300),
+        max_depth: config.limits.max_subtask_depth,
+        unreachable_after: std::time::Duration::from_secs(config.limits.subtask_unreachable_secs),
     }
 }
 
-fn self_secret() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
+/// The bearer token this harness presents to each agent with `token_env`, read with `env`. A
+/// variable that is not set is a configuration error naming the setting: the operator meant
+/// this harness to be trusted there, and it would not be.
+fn agent_tokens(
+    config: &Config,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<HashMap<String, String>, ConfigError> {
+    let mut tokens = HashMap::new();
+    for (index, agent) in config.agents.iter().enumerate() {
+        let Some(variable) = &agent.token_env else {
+            continue;
+        };
+        match env(variable).filter(|token| !token.is_empty()) {
+            Some(token) => {
+                tokens.insert(agent.id.clone(), token);
+            }
+            None => {
+                return Err(ConfigError::invalid(
+                    format!("agents[{index}].token_env"),
+                    format!(
+                        "environment variable {variable} is not set or is empty; export the bearer token agent `{}` knows this harness by",
+                        agent.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(tokens)
 }
 
 /// The static prefix every model call of this harness starts with.

@@ -22,6 +22,7 @@ fn agent(id: &str, url: &str) -> AgentConfig {
         id: id.into(),
         url: url.into(),
         version: None,
+        token_env: None,
     }
 }
 

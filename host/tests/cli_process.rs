@@ -90,6 +90,28 @@ fn check_prints_what_would_run() {
 }
 
 #[test]
+fn a_trusted_delegator_without_its_token_stops_serve_and_check_with_exit_2() {
+    let text = "[server]\nbind = \"127.0.0.1:0\"\n[[server.trusted_delegators]]\nid = \"ledger\"\ntoken_env = \"CLI_PROCESS_UNSET_TOKEN\"\n[store]\npath = \"harness.db\"\n";
+    let expected = "server.trusted_delegators[0].token_env: environment variable CLI_PROCESS_UNSET_TOKEN is not set or is empty";
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_config(dir.path(), text);
+    let output = Command::new(HARNESS)
+        .args(["serve", "--config"])
+        .arg(&path)
+        .env_remove("CLI_PROCESS_UNSET_TOKEN")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(expected), "{stderr}");
+    let (code, _, stderr) = check(text);
+    assert_eq!(code, 2);
+    assert!(stderr.contains(expected), "{stderr}");
+}
+
+#[test]
 fn version_prints_the_crate_version() {
     let output = Command::new(HARNESS).arg("--version").output().unwrap();
     assert!(String::from_utf8_lossy(&output.stdout).contains(env!("CARGO_PKG_VERSION")));

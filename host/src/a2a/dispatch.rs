@@ -84,7 +84,8 @@ fn failure(id: RequestId, method: &str, error: RpcError) -> Response {
 }
 
 /// The version a request names must be the one its method names: 1.0 for `SendMessage`, 0.3 for
-/// `message/send` (§3.6.2).
+/// `message/send` (§3.6.2). The caller is identified last, against the trusted delegators; a
+/// refused `Authorization` is a JSON-RPC error like any other (HTTP 200).
 fn checked_headers(app: &App, headers: &HeaderMap, legacy: bool) -> Result<Caller, RpcError> {
     if legacy {
         headers::check_legacy_version(headers)?;
@@ -92,7 +93,7 @@ fn checked_headers(app: &App, headers: &HeaderMap, legacy: bool) -> Result<Calle
         headers::check_version(headers)?;
     }
     headers::check_extensions(headers, &app.supported_extensions)?;
-    Ok(headers::caller(headers))
+    Ok(headers::caller(headers, &app.state.delegators)?)
 }
 
 /// A body declared as something other than JSON is refused before it is parsed; a request that

@@ -1,10 +1,12 @@
 //! The HTTP headers that carry A2A service parameters (§3.2.6, §9.2) and the caller's identity,
 //! and the checks the server makes on them before any method runs.
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
 
-use crate::a2a::jsonrpc::{RpcError, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED};
-use crate::tasks::Caller;
+use crate::a2a::jsonrpc::{
+    INVALID_REQUEST, RpcError, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED,
+};
+use crate::tasks::{Caller, Delegators};
 
 /// The protocol version the client speaks.
 pub const A2A_VERSION_HEADER: &str = "a2a-version";
@@ -12,6 +14,8 @@ pub const A2A_VERSION_HEADER: &str = "a2a-version";
 pub const A2A_EXTENSIONS_HEADER: &str = "a2a-extensions";
 /// Who the caller is; see [`Caller::from_header`].
 pub const PARTICIPANT_HEADER: &str = "x-participant-id";
+/// The authentication scheme a trusted delegator uses (RFC 6750), matched without case.
+pub const BEARER_SCHEME: &str = "bearer";
 /// The `Major.Minor` version this server speaks.
 pub const SUPPORTED_VERSION: &str = "1.0";
 /// The older version spoken on the JSON-RPC endpoint, by its 0.3 method names.
@@ -101,13 +105,50 @@ pub fn check_extensions(headers: &HeaderMap, supported: &[String]) -> Result<(),
     Ok(())
 }
 
-/// The caller named by `X-Participant-Id`, or the anonymous participant. A value that is not
-/// valid UTF-8 names nobody.
-pub fn caller(headers: &HeaderMap) -> Caller {
+/// Why an `Authorization` header was refused. The messages never repeat what was sent: it may
+/// be a secret meant for another server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AuthorizationError {
+    #[error(
+        "Authorization: only `Bearer <token>` is accepted, with the token of one of this server's server.trusted_delegators; send no Authorization header to call as an untrusted participant"
+    )]
+    NotBearer,
+    #[error(
+        "Authorization: the bearer token is not one of this server's server.trusted_delegators; send no Authorization header to call as an untrusted participant"
+    )]
+    UnknownToken,
+}
+
+impl From<AuthorizationError> for RpcError {
+    fn from(error: AuthorizationError) -> RpcError {
+        RpcError::new(INVALID_REQUEST, error.to_string()).with_metadata("header", "Authorization")
+    }
+}
+
+/// Who is calling. With `Authorization: Bearer <token>` the caller is the trusted delegator
+/// whose token it is, whatever `X-Participant-Id` says; a token that is no delegator's, or
+/// another scheme, is refused rather than served as anonymous, so a misconfigured delegator
+/// finds out at once. Without the header, the caller is the untrusted participant named by
+/// `X-Participant-Id`, or the anonymous one (a value that is not valid UTF-8 names nobody).
+pub fn caller(headers: &HeaderMap, delegators: &Delegators) -> Result<Caller, AuthorizationError> {
+    if let Some(raw) = headers.get(header::AUTHORIZATION) {
+        let value = raw.to_str().map_err(|_| AuthorizationError::NotBearer)?;
+        let (scheme, token) = value
+            .trim()
+            .split_once(' ')
+            .ok_or(AuthorizationError::NotBearer)?;
+        if !scheme.eq_ignore_ascii_case(BEARER_SCHEME) {
+            return Err(AuthorizationError::NotBearer);
+        }
+        return delegators
+            .identify(token.trim())
+            .map(Caller::delegator)
+            .ok_or(AuthorizationError::UnknownToken);
+    }
     let value = headers
         .get(PARTICIPANT_HEADER)
         .and_then(|value| value.to_str().ok());
-    Caller::from_header(value)
+    Ok(Caller::from_header(value))
 }
 
 #[cfg(test)]
@@ -169,11 +210,43 @@ mod tests {
     }
 
     #[test]
-    fn participant_header_names_the_caller() {
-        assert_eq!(
-            caller(&with(PARTICIPANT_HEADER, "alice")).participant_id,
-            "alice"
+    fn participant_header_names_an_untrusted_caller() {
+        let delegators = Delegators::none();
+        let alice = caller(&with(PARTICIPANT_HEADER, "alice"), &delegators).unwrap();
+        assert_eq!(alice, Caller::from_header(Some("alice")));
+        assert!(!alice.trusted);
+        let anonymous = caller(&HeaderMap::new(), &delegators).unwrap();
+        assert_eq!(anonymous.participant_id, "user");
+    }
+
+    #[test]
+    fn a_delegator_bearer_token_wins_over_the_participant_header() {
+        let delegators = Delegators::none();
+        let mut headers = with(PARTICIPANT_HEADER, "mallory");
+        let bearer = format!("bEaReR {}", delegators.self_secret());
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&bearer).unwrap(),
         );
-        assert_eq!(caller(&HeaderMap::new()).participant_id, "user");
+        assert_eq!(
+            caller(&headers, &delegators).unwrap(),
+            Caller::delegator("self")
+        );
+    }
+
+    #[test]
+    fn an_unknown_token_or_another_scheme_is_refused_without_echoing_it() {
+        let delegators = Delegators::none();
+        let unknown = with("authorization", "Bearer not-a-delegator-token");
+        let err = caller(&unknown, &delegators).unwrap_err();
+        assert_eq!(err, AuthorizationError::UnknownToken);
+        assert!(err.to_string().contains("server.trusted_delegators"));
+        assert!(!err.to_string().contains("not-a-delegator-token"));
+        for value in ["Basic dXNlcjpwYXNz", "Bearer", "token"] {
+            let err = caller(&with("authorization", value), &delegators).unwrap_err();
+            assert_eq!(err, AuthorizationError::NotBearer, "{value}");
+        }
+        let rpc = RpcError::from(AuthorizationError::UnknownToken);
+        assert_eq!(rpc.code, INVALID_REQUEST);
     }
 }

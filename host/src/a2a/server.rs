@@ -26,7 +26,7 @@ use crate::a2a::card::CARD_PATH;
 use crate::a2a::jsonrpc::{self, RequestId, RpcError};
 use crate::a2a::types::AgentCard;
 use crate::a2a::{dispatch, rest};
-use crate::tasks::TaskService;
+use crate::tasks::{Delegators, TaskService};
 
 /// How long agent-card caches may keep the card (§8.6.1); it only changes with a restart.
 pub const CARD_MAX_AGE_SECONDS: u32 = 300;
@@ -37,11 +37,14 @@ pub const RATE_LIMIT_MAX_TRACKED_PEERS: usize = 10_000;
 /// to finish before it returns anyway.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// What the server needs: the task service, the card it publishes, and its limits.
+/// What the server needs: the task service, the card it publishes, who its trusted delegators
+/// are, and its limits.
 #[derive(Clone)]
 pub struct ServerState {
     pub service: Arc<dyn TaskService>,
     pub card: AgentCard,
+    /// Whose bearer tokens make a caller trusted; every binding identifies callers through them.
+    pub delegators: Arc<Delegators>,
     /// Larger request bodies get HTTP 413 before they are parsed.
     pub max_request_bytes: usize,
     /// Requests per minute one peer IP may make before HTTP 429; 0 turns limiting off.

@@ -45,6 +45,14 @@ pub(super) fn max_turns() -> u32 {
     50
 }
 
+pub(super) fn max_subtask_depth() -> u32 {
+    4
+}
+
+pub(super) fn subtask_unreachable_secs() -> u64 {
+    300
+}
+
 pub(super) fn plugin_memory_mb() -> u32 {
     64
 }

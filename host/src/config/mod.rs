@@ -87,6 +87,21 @@ pub struct ServerConfig {
     /// Requests per minute one peer address may make before getting HTTP 429; 0 turns it off.
     #[serde(default = "defaults::rate_limit_per_minute")]
     pub rate_limit_per_minute: u32,
+    /// Callers that may shape the brief of a task they create (participants, lifecycle, model,
+    /// reasoning effort, parent tasks), each known by the bearer token it presents.
+    #[serde(default)]
+    pub trusted_delegators: Vec<TrustedDelegatorConfig>,
+}
+
+/// `[[server.trusted_delegators]]`: a caller that presents `Authorization: Bearer <token>`. The
+/// token itself is read from the environment at start-up, never from the file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedDelegatorConfig {
+    /// The participant id the delegator acts as; `self` is reserved for this harness.
+    pub id: String,
+    /// The environment variable that holds the delegator's bearer token.
+    pub token_env: String,
 }
 
 impl Default for ServerConfig {
@@ -96,6 +111,7 @@ impl Default for ServerConfig {
             base_url: None,
             max_request_bytes: defaults::max_request_bytes(),
             rate_limit_per_minute: defaults::rate_limit_per_minute(),
+            trusted_delegators: Vec::new(),
         }
     }
 }
@@ -224,12 +240,22 @@ impl Default for ContextConfig {
 pub struct LimitsConfig {
     #[serde(default = "defaults::max_turns")]
     pub max_turns: u32,
+    /// How deep a chain of sub-tasks may go (a task's child is depth 1), so that a harness
+    /// delegating to itself cannot recurse without end.
+    #[serde(default = "defaults::max_subtask_depth")]
+    pub max_subtask_depth: u32,
+    /// Seconds a sub-task's agent may stay unreachable before the parent is told the sub-task
+    /// failed, so that a dead agent does not hold its parent open for ever.
+    #[serde(default = "defaults::subtask_unreachable_secs")]
+    pub subtask_unreachable_secs: u64,
 }
 
 impl Default for LimitsConfig {
     fn default() -> Self {
         LimitsConfig {
             max_turns: defaults::max_turns(),
+            max_subtask_depth: defaults::max_subtask_depth(),
+            subtask_unreachable_secs: defaults::subtask_unreachable_secs(),
         }
     }
 }
@@ -285,6 +311,10 @@ pub struct AgentConfig {
     pub url: String,
     #[serde(default)]
     pub version: Option<String>,
+    /// The environment variable holding the bearer token this harness presents to the agent,
+    /// which makes it one of that agent's trusted delegators. Without it, calls carry no token.
+    #[serde(default)]
+    pub token_env: Option<String>,
 }
 
 impl Config {

@@ -46,8 +46,10 @@ pub(super) fn from_serde_error(err: &serde_path_to_error::Error<toml::de::Error>
 /// Validates what types alone do not.
 pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     validate_server(config)?;
+    validate_delegators(config)?;
     validate_model(config)?;
     validate_context(config)?;
+    validate_limits(config)?;
     validate_agents(config)?;
     super::card::validate_card(&config.card)?;
     super::card::validate_roster(&config.roster)?;
@@ -135,11 +137,58 @@ fn validate_context(config: &Config) -> Result<(), ConfigError> {
             "must be between 10 and 600000",
         ));
     }
-    if config.limits.max_turns == 0 {
+    Ok(())
+}
+
+fn validate_limits(config: &Config) -> Result<(), ConfigError> {
+    let limits = &config.limits;
+    if limits.max_turns == 0 {
         return Err(ConfigError::invalid(
             "limits.max_turns",
             "must be at least 1",
         ));
+    }
+    if limits.max_subtask_depth == 0 {
+        return Err(ConfigError::invalid(
+            "limits.max_subtask_depth",
+            "must be at least 1 (a task's own sub-tasks are depth 1)",
+        ));
+    }
+    if limits.subtask_unreachable_secs == 0 {
+        return Err(ConfigError::invalid(
+            "limits.subtask_unreachable_secs",
+            "must be at least 1 second",
+        ));
+    }
+    Ok(())
+}
+
+/// A delegator's id becomes a participant id on the tasks it creates and appears in the model's
+/// context, so it follows the agent id rules; `self` names this harness's own secret.
+fn validate_delegators(config: &Config) -> Result<(), ConfigError> {
+    let mut seen = HashSet::new();
+    for (index, delegator) in config.server.trusted_delegators.iter().enumerate() {
+        let setting = format!("server.trusted_delegators[{index}].id");
+        check_id(&setting, &delegator.id)?;
+        if delegator.id == SELF_AGENT_ID {
+            return Err(ConfigError::invalid(
+                setting,
+                "`self` is reserved for this harness's own secret; choose another id",
+            ));
+        }
+        if !seen.insert(delegator.id.as_str()) {
+            return Err(ConfigError::invalid(
+                setting,
+                format!(
+                    "duplicate delegator id `{}`; ids must be unique",
+                    delegator.id
+                ),
+            ));
+        }
+        check_env_name(
+            &format!("server.trusted_delegators[{index}].token_env"),
+            &delegator.token_env,
+        )?;
     }
     Ok(())
 }
@@ -148,18 +197,7 @@ fn validate_agents(config: &Config) -> Result<(), ConfigError> {
     let mut seen = HashSet::new();
     for (index, agent) in config.agents.iter().enumerate() {
         let setting = format!("agents[{index}].id");
-        if agent.id.trim().is_empty() {
-            return Err(ConfigError::invalid(setting, "must not be blank"));
-        }
-        if !is_plain_id(&agent.id) {
-            return Err(ConfigError::invalid(
-                setting,
-                format!(
-                    "`{}` is not a plain id: use at most {MAX_AGENT_ID_CHARS} letters, digits, `-`, `_` or `.`, starting with a letter or digit",
-                    agent.id.escape_debug()
-                ),
-            ));
-        }
+        check_id(&setting, &agent.id)?;
         if agent.id == SELF_AGENT_ID {
             return Err(ConfigError::invalid(
                 setting,
@@ -173,6 +211,46 @@ fn validate_agents(config: &Config) -> Result<(), ConfigError> {
             ));
         }
         check_http_url(&format!("agents[{index}].url"), &agent.url)?;
+        if let Some(name) = &agent.token_env {
+            check_env_name(&format!("agents[{index}].token_env"), name)?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a blank id, or one that is not [`is_plain_id`].
+fn check_id(setting: &str, id: &str) -> Result<(), ConfigError> {
+    if id.trim().is_empty() {
+        return Err(ConfigError::invalid(setting, "must not be blank"));
+    }
+    if !is_plain_id(id) {
+        return Err(ConfigError::invalid(
+            setting,
+            format!(
+                "`{}` is not a plain id: use at most {MAX_AGENT_ID_CHARS} letters, digits, `-`, `_` or `.`, starting with a letter or digit",
+                id.escape_debug()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The name of an environment variable: not blank, and nothing a shell could not export.
+fn check_env_name(setting: &str, name: &str) -> Result<(), ConfigError> {
+    if name.trim().is_empty() {
+        return Err(ConfigError::invalid(
+            setting,
+            "must not be blank; name the environment variable that holds the token",
+        ));
+    }
+    if name.contains(['=', '\0']) || name.chars().any(char::is_whitespace) {
+        return Err(ConfigError::invalid(
+            setting,
+            format!(
+                "`{}` is not an environment variable name",
+                name.escape_debug()
+            ),
+        ));
     }
     Ok(())
 }
@@ -281,6 +359,46 @@ mod tests {
         assert!(error_of(tagged).starts_with("agents[0].id:"));
         let fine = "[[agents]]\nid = \"ledger-2.eu_west\"\nurl = \"http://x\"\n";
         assert!(Config::parse(fine, Path::new("config.toml")).is_ok());
+    }
+
+    #[test]
+    fn trusted_delegators_need_plain_unique_ids_other_than_self() {
+        let entry =
+            |id: &str| format!("[[server.trusted_delegators]]\nid = \"{id}\"\ntoken_env = \"T\"\n");
+        assert!(
+            error_of(&entry(" ")).starts_with("server.trusted_delegators[0].id: must not be blank")
+        );
+        assert!(error_of(&entry("self")).contains("reserved"));
+        let twice = format!("{}{}", entry("ledger"), entry("ledger"));
+        assert!(error_of(&twice).starts_with("server.trusted_delegators[1].id: duplicate"));
+        let config = Config::parse(&entry("ledger"), Path::new("config.toml")).unwrap();
+        assert_eq!(config.server.trusted_delegators[0].token_env, "T");
+    }
+
+    #[test]
+    fn a_blank_token_env_names_the_setting() {
+        let delegator = "[[server.trusted_delegators]]\nid = \"a\"\ntoken_env = \"\"\n";
+        assert!(error_of(delegator).starts_with("server.trusted_delegators[0].token_env:"));
+        let agent = "[[agents]]\nid = \"a\"\nurl = \"http://x\"\ntoken_env = \" \"\n";
+        assert!(error_of(agent).starts_with("agents[0].token_env: must not be blank"));
+        let fine = "[[agents]]\nid = \"a\"\nurl = \"http://x\"\ntoken_env = \"A_TOKEN\"\n";
+        let config = Config::parse(fine, Path::new("config.toml")).unwrap();
+        assert_eq!(config.agents[0].token_env.as_deref(), Some("A_TOKEN"));
+    }
+
+    #[test]
+    fn sub_task_limits_default_and_must_be_at_least_one() {
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.limits.max_subtask_depth, 4);
+        assert_eq!(config.limits.subtask_unreachable_secs, 300);
+        assert!(
+            error_of("[limits]\nmax_subtask_depth = 0\n")
+                .starts_with("limits.max_subtask_depth: must be at least 1")
+        );
+        assert!(
+            error_of("[limits]\nsubtask_unreachable_secs = 0\n")
+                .starts_with("limits.subtask_unreachable_secs: must be at least 1")
+        );
     }
 
     #[test]

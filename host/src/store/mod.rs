@@ -130,6 +130,16 @@ impl Store {
         read_task(&conn, id)
     }
 
+    /// The task that the owner's message with this id created, if one did.
+    pub fn task_created_by(
+        &self,
+        owner: &str,
+        message_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let conn = self.lock();
+        read_creation(&conn, owner, message_id)
+    }
+
     /// Ids of every task that is not terminal, oldest first: the ones to resume after a restart.
     pub fn open_task_ids(&self) -> Result<Vec<String>, StoreError> {
         let conn = self.lock();
@@ -318,6 +328,30 @@ impl Tx<'_> {
         read_task(&self.tx, id)
     }
 
+    /// The task that the owner's message with this id created, as of this transaction.
+    pub fn task_created_by(
+        &self,
+        owner: &str,
+        message_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        read_creation(&self.tx, owner, message_id)
+    }
+
+    /// Records that the owner's message with this id created the task. Write it in the task's
+    /// own transaction, so that the task never exists without it.
+    pub fn record_creation(
+        &mut self,
+        owner: &str,
+        message_id: &str,
+        task_id: &str,
+    ) -> Result<(), StoreError> {
+        self.tx.execute(
+            "INSERT INTO task_creations (owner, message_id, task_id) VALUES (?1, ?2, ?3)",
+            params![owner, message_id, task_id],
+        )?;
+        Ok(())
+    }
+
     /// Appends a message to the task's history and returns its sequence number.
     pub fn append_message(&mut self, task_id: &str, message: &Message) -> Result<i64, StoreError> {
         let seq: i64 = self.tx.query_row(
@@ -374,6 +408,20 @@ fn read_task(conn: &Connection, id: &str) -> Result<Option<TaskRecord>, StoreErr
         Some(text) => Some(serde_json::from_str(&text)?),
         None => None,
     })
+}
+
+fn read_creation(
+    conn: &Connection,
+    owner: &str,
+    message_id: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT task_id FROM task_creations WHERE owner = ?1 AND message_id = ?2",
+            params![owner, message_id],
+            |row| row.get(0),
+        )
+        .optional()?)
 }
 
 /// A store-wide counter, so listings order by the last change without relying on clocks.

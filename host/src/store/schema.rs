@@ -1,10 +1,57 @@
-//! The store's tables, created on first open and versioned with `user_version`.
+//! The store's tables, created on first open and versioned with `user_version`: each migration
+//! moves a file one version on, in its own transaction, so an older file is brought up to date
+//! step by step and a crash mid-way leaves it at a version it can resume from.
 
 use rusqlite::Connection;
 
 /// The schema version this build writes. A newer file is refused rather than misread.
-const SCHEMA_VERSION: i64 = 1;
+pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// `MIGRATIONS[n]` moves a file from version `n` to `n + 1`. Never edit one that has shipped:
+/// add the next.
+pub(super) const MIGRATIONS: [&str; 2] = [
+    // 1: tasks, their participants, history and journal.
+    "CREATE TABLE IF NOT EXISTS tasks (
+         id TEXT PRIMARY KEY,
+         context_id TEXT NOT NULL,
+         state TEXT NOT NULL,
+         updated_at TEXT NOT NULL,
+         created_seq INTEGER NOT NULL,
+         updated_seq INTEGER NOT NULL,
+         record TEXT NOT NULL
+     );
+     CREATE INDEX IF NOT EXISTS tasks_by_update ON tasks (updated_seq DESC);
+     CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
+     CREATE TABLE IF NOT EXISTS task_participants (
+         task_id TEXT NOT NULL REFERENCES tasks (id),
+         participant_id TEXT NOT NULL,
+         PRIMARY KEY (participant_id, task_id)
+     );
+     CREATE TABLE IF NOT EXISTS messages (
+         task_id TEXT NOT NULL REFERENCES tasks (id),
+         seq INTEGER NOT NULL,
+         body TEXT NOT NULL,
+         PRIMARY KEY (task_id, seq)
+     );
+     CREATE TABLE IF NOT EXISTS journal (
+         task_id TEXT NOT NULL REFERENCES tasks (id),
+         seq INTEGER NOT NULL,
+         entry TEXT NOT NULL,
+         PRIMARY KEY (task_id, seq)
+     );
+     CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+     INSERT OR IGNORE INTO counters (name, value) VALUES ('task_update', 0);",
+    // 2: which message created which task, per owner, so a resent message finds its task
+    // instead of creating a second one.
+    "CREATE TABLE IF NOT EXISTS task_creations (
+         owner TEXT NOT NULL,
+         message_id TEXT NOT NULL,
+         task_id TEXT NOT NULL REFERENCES tasks (id),
+         PRIMARY KEY (owner, message_id)
+     );",
+];
+
+/// Brings the file to [`SCHEMA_VERSION`], one migration at a time.
 pub(super) fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
     if version > SCHEMA_VERSION {
@@ -12,42 +59,14 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
             "the store was written by a newer tiny-harness (schema {version}, this build reads {SCHEMA_VERSION})"
         )));
     }
-    if version == SCHEMA_VERSION {
-        return Ok(());
+    for (from, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        let to = from + 1;
+        conn.execute_batch(&format!(
+            "BEGIN;\n{sql}\nPRAGMA user_version = {to};\nCOMMIT;"
+        ))?;
+        if from > 0 {
+            tracing::info!(from, to, "store schema migrated");
+        }
     }
-    conn.execute_batch(
-        "BEGIN;
-         CREATE TABLE IF NOT EXISTS tasks (
-             id TEXT PRIMARY KEY,
-             context_id TEXT NOT NULL,
-             state TEXT NOT NULL,
-             updated_at TEXT NOT NULL,
-             created_seq INTEGER NOT NULL,
-             updated_seq INTEGER NOT NULL,
-             record TEXT NOT NULL
-         );
-         CREATE INDEX IF NOT EXISTS tasks_by_update ON tasks (updated_seq DESC);
-         CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
-         CREATE TABLE IF NOT EXISTS task_participants (
-             task_id TEXT NOT NULL REFERENCES tasks (id),
-             participant_id TEXT NOT NULL,
-             PRIMARY KEY (participant_id, task_id)
-         );
-         CREATE TABLE IF NOT EXISTS messages (
-             task_id TEXT NOT NULL REFERENCES tasks (id),
-             seq INTEGER NOT NULL,
-             body TEXT NOT NULL,
-             PRIMARY KEY (task_id, seq)
-         );
-         CREATE TABLE IF NOT EXISTS journal (
-             task_id TEXT NOT NULL REFERENCES tasks (id),
-             seq INTEGER NOT NULL,
-             entry TEXT NOT NULL,
-             PRIMARY KEY (task_id, seq)
-         );
-         CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-         INSERT OR IGNORE INTO counters (name, value) VALUES ('task_update', 0);
-         PRAGMA user_version = 1;
-         COMMIT;",
-    )
+    Ok(())
 }

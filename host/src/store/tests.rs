@@ -134,3 +134,72 @@ fn listing_filters_by_state_and_open_tasks_exclude_terminal_ones() {
     assert_eq!(page.tasks[0].id, "done");
     assert_eq!(store.open_task_ids().unwrap(), ["open"]);
 }
+
+#[test]
+fn a_creating_message_finds_its_task_for_its_owner_only() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(|tx| {
+            tx.insert_task(&record("t1", "alice", TaskState::Working))?;
+            tx.record_creation("alice", "m1", "t1")
+        })
+        .unwrap();
+    assert_eq!(
+        store.task_created_by("alice", "m1").unwrap().as_deref(),
+        Some("t1")
+    );
+    assert_eq!(store.task_created_by("bob", "m1").unwrap(), None);
+    assert_eq!(store.task_created_by("alice", "m2").unwrap(), None);
+    let again = store.write(|tx| tx.record_creation("alice", "m1", "t1"));
+    assert!(again.is_err(), "one task per owner and message id");
+}
+
+#[test]
+fn a_version_1_file_opens_keeps_its_tasks_and_gains_the_creations_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(&format!(
+            "BEGIN;\n{}\nPRAGMA user_version = 1;\nCOMMIT;",
+            schema::MIGRATIONS[0]
+        ))
+        .unwrap();
+        let old = record("old", "alice", TaskState::Working);
+        conn.execute(
+            "INSERT INTO tasks (id, context_id, state, updated_at, created_seq, updated_seq, record) \
+             VALUES ('old', 'ctx', 'TASK_STATE_WORKING', '', 1, 1, ?1)",
+            params![serde_json::to_string(&old).unwrap()],
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let version: i64 = store
+        .lock()
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, schema::SCHEMA_VERSION);
+    assert_eq!(version, 2);
+    assert_eq!(store.task("old").unwrap().unwrap().owner, "alice");
+    store
+        .write(|tx| tx.record_creation("alice", "m1", "old"))
+        .unwrap();
+    assert_eq!(
+        store.task_created_by("alice", "m1").unwrap().as_deref(),
+        Some("old")
+    );
+    drop(store);
+    Store::open(&path).expect("a migrated file opens again unchanged");
+}
+
+#[test]
+fn a_file_from_a_newer_build_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", schema::SCHEMA_VERSION + 1)
+        .unwrap();
+    let err = Store::open(&path).err().expect("refused").to_string();
+    assert!(err.contains("newer tiny-harness"), "{err}");
+}

@@ -1,10 +1,13 @@
 //! The inbound task envelope: a data part of media type
 //! `application/vnd.tiny-harness.event+json` holding `{"kind":"task","payload":{…}}`. On a new
-//! task it is the whole brief; on an existing task it may change a few fields, by role.
+//! task it is the whole brief, shaped freely only by a trusted delegator; on an existing task it
+//! may change a few fields, by role.
 
 use serde_json::{Map, Value};
 
-use super::extension::{Criterion, ENVELOPE_MEDIA_TYPE, Participant, Role, TaskExtension};
+use super::extension::{
+    Criterion, ENVELOPE_MEDIA_TYPE, Lifecycle, Participant, Role, TaskExtension,
+};
 use super::record::TaskRecord;
 use super::service::TaskError;
 use crate::a2a::types::Message;
@@ -55,12 +58,62 @@ pub fn read_brief(message: &Message) -> Result<Option<TaskExtension>, TaskError>
             "message.parts[{index}].data.payload: name and goal must not be blank"
         )));
     }
-    if !ext.sub_tasks.is_empty() || !ext.parent_tasks.is_empty() || ext.plan.is_some() {
+    if !ext.sub_tasks.is_empty() || ext.plan.is_some() {
         return Err(TaskError::InvalidParams(format!(
-            "message.parts[{index}].data.payload: sub_tasks, parent_tasks and plan are set by the harness, not by a brief"
+            "message.parts[{index}].data.payload: sub_tasks and plan are set by the harness, not by a brief"
         )));
     }
     Ok(Some(ext))
+}
+
+/// Refuses, whole, a new task's brief that asks for what only a trusted delegator may: naming
+/// participants other than its creator, a lifecycle other than `agent`, a model, a reasoning
+/// effort or parent tasks (abuse cases 5 and 6). A trusted creator may set all of them.
+pub fn check_new_brief(
+    brief: &TaskExtension,
+    creator: &str,
+    trusted: bool,
+) -> Result<(), TaskError> {
+    for (field, value) in [
+        ("model", &brief.model),
+        ("reasoning_effort", &brief.reasoning_effort),
+    ] {
+        if value.as_deref().is_some_and(|v| v.trim().is_empty()) {
+            return Err(TaskError::InvalidParams(format!(
+                "task.{field}: must not be blank; leave it out for the harness's default"
+            )));
+        }
+    }
+    if brief
+        .parent_tasks
+        .iter()
+        .any(|l| l.task_id.trim().is_empty())
+    {
+        return Err(TaskError::InvalidParams(
+            "task.parent_tasks: every parent needs a task_id".to_string(),
+        ));
+    }
+    if trusted {
+        return Ok(());
+    }
+    if let Some(other) = brief.participants.iter().find(|p| p.id != creator) {
+        return Err(TaskError::InvalidParams(format!(
+            "task.participants: only a trusted delegator may name participants other than itself (found `{}`)",
+            other.id
+        )));
+    }
+    let refused = [
+        ("lifecycle", brief.lifecycle != Lifecycle::Agent),
+        ("model", brief.model.is_some()),
+        ("reasoning_effort", brief.reasoning_effort.is_some()),
+        ("parent_tasks", !brief.parent_tasks.is_empty()),
+    ];
+    match refused.iter().find(|(_, set)| *set) {
+        Some((field, _)) => Err(TaskError::InvalidParams(format!(
+            "task.{field}: only a trusted delegator may set this on a new task"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A change to an existing task's brief.
@@ -145,6 +198,90 @@ impl BriefChange {
         }
         if let Some(participants) = &self.participants {
             ext.participants = participants.clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn brief(value: Value) -> TaskExtension {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn refusal(value: Value) -> String {
+        match check_new_brief(&brief(value), "alice", false) {
+            Err(TaskError::InvalidParams(message)) => message,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_untrusted_creator_may_name_only_itself_and_keep_the_defaults() {
+        let own = json!({"name":"n","goal":"g","lifecycle":"agent",
+            "participants":[{"id":"alice","kind":"human","role":"admin"}]});
+        assert_eq!(check_new_brief(&brief(own), "alice", false), Ok(()));
+        assert_eq!(
+            refusal(json!({"name":"n","goal":"g",
+                "participants":[{"id":"bob","kind":"human","role":"assignee"}]})),
+            "task.participants: only a trusted delegator may name participants other than itself (found `bob`)"
+        );
+    }
+
+    #[test]
+    fn each_field_reserved_for_trusted_delegators_is_named_when_refused() {
+        let cases = [
+            (json!({"lifecycle":"participant"}), "lifecycle"),
+            (json!({"model":"big"}), "model"),
+            (json!({"reasoning_effort":"high"}), "reasoning_effort"),
+            (json!({"parent_tasks":[{"task_id":"t0"}]}), "parent_tasks"),
+        ];
+        for (extra, field) in cases {
+            let mut value = json!({"name":"n","goal":"g"});
+            value
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            assert_eq!(
+                refusal(value),
+                format!("task.{field}: only a trusted delegator may set this on a new task")
+            );
+        }
+    }
+
+    #[test]
+    fn a_trusted_creator_may_set_everything_but_blank_values() {
+        let full = json!({"name":"n","goal":"g","lifecycle":"participant","model":"big",
+            "reasoning_effort":"low","parent_tasks":[{"task_id":"t0"}],
+            "participants":[{"id":"bob","kind":"human","role":"assignee"}]});
+        assert_eq!(check_new_brief(&brief(full), "ledger", true), Ok(()));
+        let blank = brief(json!({"name":"n","goal":"g","model":" "}));
+        assert!(check_new_brief(&blank, "ledger", true).is_err());
+    }
+
+    #[test]
+    fn sub_tasks_and_plan_are_refused_in_any_brief() {
+        for extra in [
+            json!({"sub_tasks":[{"task_id":"c"}]}),
+            json!({"plan":{"steps":[]}}),
+        ] {
+            let mut payload = json!({"name":"n","goal":"g"});
+            payload
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let message = Message {
+                parts: vec![crate::a2a::types::Part::data(
+                    json!({"kind":"task","payload":payload}),
+                    ENVELOPE_MEDIA_TYPE,
+                )],
+                ..Message::default()
+            };
+            let err = read_brief(&message).unwrap_err();
+            assert!(err.to_string().contains("set by the harness"), "{err}");
         }
     }
 }

@@ -162,6 +162,12 @@ pub struct TaskExtension {
     pub plan: Option<Plan>,
     #[serde(default)]
     pub lifecycle: Lifecycle,
+    /// The model this task runs on, when its trusted creator chose one; else the harness's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// How hard the model should reason on this task, when its trusted creator chose it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
 }
 
 impl TaskExtension {
@@ -193,6 +199,8 @@ impl TaskExtension {
             sub_tasks: Vec::new(),
             plan: None,
             lifecycle: Lifecycle::Agent,
+            model: None,
+            reasoning_effort: None,
         }
     }
 
@@ -237,5 +245,15 @@ mod tests {
         let ext: TaskExtension = serde_json::from_value(value).unwrap();
         assert_eq!(ext.lifecycle, Lifecycle::Participant);
         assert_eq!(ext.participant("alice").unwrap().role, Role::Admin);
+    }
+
+    #[test]
+    fn model_and_reasoning_effort_round_trip_and_are_left_out_when_unset() {
+        let value = json!({"name":"n","goal":"g","model":"m1","reasoning_effort":"high"});
+        let ext: TaskExtension = serde_json::from_value(value).unwrap();
+        assert_eq!(ext.model.as_deref(), Some("m1"));
+        assert_eq!(ext.to_value()["reasoning_effort"], "high");
+        let plain = TaskExtension::from_text("hi").to_value();
+        assert!(plain.get("model").is_none() && plain.get("reasoning_effort").is_none());
     }
 }

@@ -1,13 +1,13 @@
 //! [`Tasks`], the harness's answer to every protocol request about tasks: who may see a task,
-//! how a message creates or continues one, and what a brief may set.
+//! how a message creates (once per message id) or continues one, and what a brief may set.
 
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 
-use super::envelope::{BriefChange, read_brief};
+use super::envelope::{BriefChange, check_new_brief, read_brief};
 use super::extension::{Participant, ParticipantKind, Role, TaskExtension};
-use super::hub::{Change, TaskHub};
+use super::hub::{Change, Created, TaskHub};
 use super::record::TaskRecord;
 use super::service::{Caller, Subscription, TaskError, TaskService};
 use crate::a2a::types::{
@@ -91,7 +91,43 @@ impl Tasks {
         Ok(record.to_task(history, include_artifacts))
     }
 
-    fn create(&self, sender: &str, mut message: Message) -> Result<Subscription, TaskError> {
+    /// The task a resent message had already created, as it is now. While the task is still
+    /// being worked the caller follows it as the first send would have; once it has settled
+    /// there is nothing more to wait for, so the events end at once.
+    fn existing(&self, id: &str) -> Result<Subscription, TaskError> {
+        let record = self
+            .hub
+            .store()
+            .task(id)?
+            .ok_or_else(|| TaskError::NotFound(id.to_string()))?;
+        if !record.state().is_settled() {
+            return self.subscription(id, None);
+        }
+        let (closed, events) = tokio::sync::broadcast::channel(1);
+        drop(closed);
+        Ok(Subscription {
+            snapshot: self.render(&record, None, true)?,
+            events,
+        })
+    }
+
+    /// Creates a task from its first message. A message id the sender already created a task
+    /// with gives that task back; a brief that asks for more than the sender may is refused
+    /// whole, before anything is written.
+    fn create(&self, sender: &Sender, mut message: Message) -> Result<Subscription, TaskError> {
+        let Sender {
+            id: sender,
+            trusted,
+        } = sender;
+        let sender = sender.as_str();
+        if !message.message_id.is_empty()
+            && let Some(existing) = self
+                .hub
+                .store()
+                .task_created_by(sender, &message.message_id)?
+        {
+            return self.existing(&existing);
+        }
         let brief = read_brief(&message)?;
         let mut ext = match brief {
             Some(ext) => ext,
@@ -105,13 +141,20 @@ impl Tasks {
                 TaskExtension::from_text(&text)
             }
         };
-        check_new_participants(sender, &ext)?;
+        check_new_brief(&ext, sender, *trusted)?;
         if ext.participant(sender).is_none() {
+            // A trusted delegator is another agent (or this harness); an untrusted caller is
+            // taken to be a person, as before delegators existed.
+            let kind = if *trusted {
+                ParticipantKind::Agent
+            } else {
+                ParticipantKind::Human
+            };
             ext.participants.insert(
                 0,
                 Participant {
                     id: sender.to_string(),
-                    kind: ParticipantKind::Human,
+                    kind,
                     role: Role::Admin,
                     display_name: None,
                 },
@@ -138,10 +181,14 @@ impl Tasks {
             ext,
             owner: sender.to_string(),
         };
-        self.hub.create(&record, |tx| {
+        let message_id = message.message_id.clone();
+        let created = self.hub.create(&record, &message_id, |tx| {
             tx.append_message(&id, &message)?;
             Ok(())
         })?;
+        if let Created::Existing(existing) = created {
+            return self.existing(&existing);
+        }
         let subscription = self.subscription(&id, None)?;
         self.engine()?.start(&id);
         Ok(subscription)
@@ -167,6 +214,13 @@ impl Tasks {
             )));
         }
         message.context_id = record.context_id.clone();
+        // The stored message names its sender, so the loop attributes it to who sent it (the
+        // header's participant as much as the metadata's), not to the task's creator.
+        message
+            .metadata
+            .get_or_insert_with(Default::default)
+            .entry("participant_id")
+            .or_insert_with(|| sender.into());
         let events = self.hub.subscribe(&id);
         let outcome = self.hub.change(&id, |rec, tx| {
             if let Some(change) = &change {
@@ -192,29 +246,57 @@ impl Tasks {
     }
 }
 
-/// Only a trusted delegator may name other participants on a new task; until delegators exist,
-/// nobody may.
-fn check_new_participants(sender: &str, ext: &TaskExtension) -> Result<(), TaskError> {
-    if let Some(other) = ext.participants.iter().find(|p| p.id != sender) {
+/// Who a message is from, and whether that is a trusted delegator.
+struct Sender {
+    id: String,
+    trusted: bool,
+}
+
+/// Refuses a message that carries the mark of a child's report: only the harness's stand-ins
+/// write those, and the loop reads them as notes from the child.
+fn refuse_reserved_metadata(message: &Message) -> Result<(), TaskError> {
+    let key = crate::engine::children::report::CHILD_REPORT_KEY;
+    if message
+        .metadata
+        .as_ref()
+        .is_some_and(|m| m.contains_key(key))
+    {
         return Err(TaskError::InvalidParams(format!(
-            "task.participants: only a trusted delegator may name participants other than itself (found `{}`)",
-            other.id
+            "message.metadata.{key}: reserved for the harness's reports of its sub-tasks"
         )));
     }
     Ok(())
 }
 
-/// The participant a message comes from: `Message.metadata.participant_id`, else the caller.
-fn sender(caller: &Caller, message: &Message) -> String {
-    message
+/// The participant a message comes from. An untrusted caller is named by
+/// `Message.metadata.participant_id`, else by its header. A trusted delegator speaks only as
+/// itself: a message naming someone else is refused, so trust never passes to another id.
+fn sender(caller: &Caller, message: &Message) -> Result<Sender, TaskError> {
+    let named = message
         .metadata
         .as_ref()
         .and_then(|m| m.get("participant_id"))
         .and_then(|v| v.as_str())
         .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| caller.participant_id.clone())
+        .filter(|s| !s.is_empty());
+    if caller.trusted {
+        if let Some(other) = named.filter(|id| *id != caller.participant_id) {
+            return Err(TaskError::InvalidParams(format!(
+                "message.metadata.participant_id: `{other}` is not `{}`, the trusted delegator whose token was presented; a delegator speaks only as itself",
+                caller.participant_id
+            )));
+        }
+        return Ok(Sender {
+            id: caller.participant_id.clone(),
+            trusted: true,
+        });
+    }
+    Ok(Sender {
+        id: named
+            .map(str::to_string)
+            .unwrap_or_else(|| caller.participant_id.clone()),
+        trusted: false,
+    })
 }
 
 #[async_trait]
@@ -224,11 +306,12 @@ impl TaskService for Tasks {
         caller: &Caller,
         request: SendMessageRequest,
     ) -> Result<Subscription, TaskError> {
-        let sender = sender(caller, &request.message);
+        let sender = sender(caller, &request.message)?;
+        refuse_reserved_metadata(&request.message)?;
         if request.message.task_id.is_empty() {
             self.create(&sender, request.message)
         } else {
-            self.continue_task(&sender, request.message)
+            self.continue_task(&sender.id, request.message)
         }
     }
 

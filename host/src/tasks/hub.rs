@@ -26,6 +26,15 @@ pub enum Change<T> {
     Missing,
 }
 
+/// The outcome of [`TaskHub::create`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Created {
+    /// The task was inserted.
+    New,
+    /// The owner's message with this id had already created the task named; nothing was written.
+    Existing(String),
+}
+
 /// The store plus one event channel per followed task.
 pub struct TaskHub {
     store: Arc<Store>,
@@ -56,15 +65,30 @@ impl TaskHub {
             .subscribe()
     }
 
-    /// Inserts a new task with whatever else `f` writes in the same transaction.
+    /// Inserts a new task with whatever else `f` writes, and records that the owner's message
+    /// `message_id` created it, all in one transaction. When that message already created a
+    /// task, nothing is written and that task is named instead: a client that resends a message
+    /// it got no answer to gets its task, not a twin. The check and the insert share the
+    /// transaction, so two resends racing each other still make one task.
     pub fn create(
         &self,
         record: &TaskRecord,
+        message_id: &str,
         f: impl FnOnce(&mut Tx<'_>) -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Created, StoreError> {
         self.store.write(|tx| {
+            if message_id.is_empty() {
+                tx.insert_task(record)?;
+                f(tx)?;
+                return Ok(Created::New);
+            }
+            if let Some(existing) = tx.task_created_by(&record.owner, message_id)? {
+                return Ok(Created::Existing(existing));
+            }
             tx.insert_task(record)?;
-            f(tx)
+            tx.record_creation(&record.owner, message_id, &record.id)?;
+            f(tx)?;
+            Ok(Created::New)
         })
     }
 

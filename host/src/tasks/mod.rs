@@ -1,5 +1,6 @@
 //! Tasks as the harness keeps them: the A2A task and its extension, who may see and change it,
-//! and the hub through which every change is written and announced.
+//! the hub through which every change is written and announced, and the trusted delegators who
+//! may shape a new task's brief.
 
 pub mod envelope;
 pub mod extension;
@@ -7,6 +8,8 @@ pub mod handler;
 pub mod hub;
 pub mod record;
 pub mod service;
+pub mod trust;
 
 pub use handler::Tasks;
 pub use service::{Caller, Subscription, TaskError, TaskService};
+pub use trust::Delegators;

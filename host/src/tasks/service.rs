@@ -10,19 +10,31 @@ use crate::a2a::types::{
 /// The participant id of a caller that names none.
 pub const ANONYMOUS_PARTICIPANT: &str = "user";
 
-/// Who is calling: the participant id from `X-Participant-Id` (or, for a message,
-/// `Message.metadata.participant_id`, which wins).
+/// Who is calling. An untrusted caller is whoever it says it is: the participant id from
+/// `X-Participant-Id` (or, for a message, `Message.metadata.participant_id`, which wins). A
+/// trusted delegator proved who it is with its bearer token, and speaks only as itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub participant_id: String,
+    /// Whether the caller is a trusted delegator, which may shape a new task's brief.
+    pub trusted: bool,
 }
 
 impl Caller {
-    /// The caller named by a header value, or the anonymous participant.
+    /// The untrusted caller named by a header value, or the anonymous participant.
     pub fn from_header(value: Option<&str>) -> Caller {
         let id = value.map(str::trim).filter(|v| !v.is_empty());
         Caller {
             participant_id: id.unwrap_or(ANONYMOUS_PARTICIPANT).to_string(),
+            trusted: false,
+        }
+    }
+
+    /// The trusted delegator with this id, as its bearer token identified it.
+    pub fn delegator(id: impl Into<String>) -> Caller {
+        Caller {
+            participant_id: id.into(),
+            trusted: true,
         }
     }
 }

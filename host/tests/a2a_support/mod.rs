@@ -17,7 +17,7 @@ use tiny_harness::a2a::types::{
     SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
-use tiny_harness::tasks::{Caller, Subscription, TaskError, TaskService};
+use tiny_harness::tasks::{Caller, Delegators, Subscription, TaskError, TaskService};
 
 /// A message with this text leaves its task WORKING until it is canceled.
 pub const HOLD: &str = "hold";
@@ -206,6 +206,7 @@ impl Server {
         let state = ServerState {
             service: Arc::new(FakeTasks::default()),
             card: default_card(&base),
+            delegators: Arc::new(Delegators::none()),
             max_request_bytes,
             rate_limit_per_minute,
         };

@@ -94,9 +94,9 @@ fn stream(app: &App, caller: Caller, result: Result<Streaming, RpcError>) -> Res
     }
 }
 
-/// The version and extension checks every REST request passes. §3.6.1 lets a client name the
-/// version in an `A2A-Version` query parameter instead of the header.
-fn checked(app: &App, headers: &HeaderMap, uri: &Uri) -> Result<Caller, RpcError> {
+/// The version and extension checks every REST request passes, then who the caller is. §3.6.1
+/// lets a client name the version in an `A2A-Version` query parameter instead of the header.
+fn checked(app: &App, headers: &HeaderMap, uri: &Uri) -> Result<Caller, Refusal> {
     let mut headers = headers.clone();
     if !headers.contains_key(A2A_VERSION_HEADER)
         && let Some(version) = query_pairs(uri).find(|(key, _)| key == "A2A-Version")
@@ -106,7 +106,7 @@ fn checked(app: &App, headers: &HeaderMap, uri: &Uri) -> Result<Caller, RpcError
     }
     headers::check_version(&headers)?;
     headers::check_extensions(&headers, &app.supported_extensions)?;
-    Ok(headers::caller(&headers))
+    headers::caller(&headers, &app.state.delegators).map_err(Refusal::Unauthenticated)
 }
 
 fn query_pairs(uri: &Uri) -> impl Iterator<Item = (String, String)> + '_ {

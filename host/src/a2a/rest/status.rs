@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::RESPONSE_MEDIA_TYPE;
+use crate::a2a::headers::AuthorizationError;
 use crate::a2a::jsonrpc::{self, RpcError};
 
 /// The HTTP status and `google.rpc.Code` name of an A2A (or JSON-RPC) error code. A2A errors
@@ -55,6 +56,25 @@ pub(crate) fn error_response(error: &RpcError) -> Response {
     with_json(status, &status_body(error))
 }
 
+/// HTTP 401 with `WWW-Authenticate: Bearer` and a §11.6 body whose status is `UNAUTHENTICATED`.
+fn unauthenticated(error: AuthorizationError) -> Response {
+    tracing::debug!(%error, "REST request refused");
+    let rpc = RpcError::from(error);
+    let body = json!({
+        "error": {
+            "code": StatusCode::UNAUTHORIZED.as_u16(),
+            "status": "UNAUTHENTICATED",
+            "message": rpc.message,
+            "details": rpc.data,
+        }
+    });
+    let mut response = with_json(StatusCode::UNAUTHORIZED, &body);
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
 pub(super) fn with_json<T: serde::Serialize>(status: StatusCode, value: &T) -> Response {
     match serde_json::to_vec(value) {
         Ok(body) => {
@@ -71,6 +91,9 @@ pub(super) enum Refusal {
     A2a(RpcError),
     /// The body could not be read (413 over the size limit, 400 otherwise).
     Body(BytesRejection),
+    /// The `Authorization` header names no trusted delegator: HTTP 401, as REST clients expect
+    /// of a credential the server does not accept.
+    Unauthenticated(AuthorizationError),
 }
 
 impl From<RpcError> for Refusal {
@@ -84,6 +107,7 @@ impl IntoResponse for Refusal {
         match self {
             Refusal::A2a(error) => error_response(&error),
             Refusal::Body(rejection) => (rejection.status(), rejection.body_text()).into_response(),
+            Refusal::Unauthenticated(error) => unauthenticated(error),
         }
     }
 }

@@ -1,0 +1,428 @@
+//! Trusted delegators over real HTTP (design trust boundary 5, abuse cases 5–7): who may shape a
+//! new task's brief, what a wrong token gets, and one task per resent message id. The harness
+//! runs whole on loopback with a scripted model; the delegator's token comes from an environment
+//! closure, not the process environment, so tests cannot race on it.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tiny_harness::a2a::types::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest};
+use tiny_harness::config::Config;
+use tiny_harness::model::build_model;
+use tiny_harness::runtime::Runtime;
+use tokio::sync::oneshot;
+
+/// The delegator configured on every test server.
+const DELEGATOR: &str = "ledger";
+/// The environment variable its token is read from.
+const TOKEN_ENV: &str = "TRUST_HTTP_LEDGER_TOKEN";
+/// Its token.
+const TOKEN: &str = "trust-http-ledger-token-5d41402abc4b2a76";
+const ENVELOPE: &str = "application/vnd.tiny-harness.event+json";
+const EXT: &str = "io.github.madarauchiha-314.tiny-harness/task";
+/// A scripted model that answers every task at once.
+const ANSWER: &str = "[[reply]]\ntext = \"ok\"\n";
+
+/// Who a request is sent as.
+#[derive(Clone, Copy)]
+enum As<'a> {
+    /// An untrusted participant, named by `X-Participant-Id`.
+    Participant(&'a str),
+    /// `Authorization: Bearer {token}`.
+    Bearer(&'a str),
+}
+
+struct Server {
+    base_url: String,
+    http: reqwest::Client,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// A harness with `ledger` as its trusted delegator, its model playing `script`.
+    async fn start(script: &str) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("script.toml"), script).unwrap();
+        let text = format!(
+            "[server]\nbind = \"127.0.0.1:0\"\n\
+             [[server.trusted_delegators]]\nid = \"{DELEGATOR}\"\ntoken_env = \"{TOKEN_ENV}\"\n\
+             [store]\npath = \"harness.db\"\n\
+             [model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n"
+        );
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, text).unwrap();
+        let config = Config::load(&path).unwrap();
+        let model = build_model(&config.model, |p| config.resolve(p), |_| None).unwrap();
+        let env = |name: &str| (name == TOKEN_ENV).then(|| TOKEN.to_string());
+        let runtime = Runtime::build_with_model_and_env(config, model, env)
+            .await
+            .unwrap();
+        let listener = runtime.bind().await.unwrap();
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let done = tokio::spawn(async move {
+            runtime
+                .serve(listener, async {
+                    let _ = stopped.await;
+                })
+                .await
+                .unwrap();
+        });
+        Server {
+            base_url,
+            http: reqwest::Client::new(),
+            stop: Some(stop),
+            done,
+            _dir: dir,
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.done.await;
+    }
+
+    fn request(&self, who: As<'_>, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let request = self
+            .http
+            .request(method, format!("{}{path}", self.base_url));
+        match who {
+            As::Participant(id) => request.header("X-Participant-Id", id),
+            As::Bearer(token) => request.bearer_auth(token),
+        }
+    }
+
+    /// One JSON-RPC call; the whole response object (HTTP 200 is asserted). A 0.3 method name
+    /// is sent without `A2A-Version`, as 0.3 clients do.
+    async fn rpc(&self, who: As<'_>, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut request = self.request(who, reqwest::Method::POST, "/");
+        if !method.contains('/') {
+            request = request.header("A2A-Version", "1.0");
+        }
+        let response = request.json(&body).send().await.unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::OK);
+        response.json().await.unwrap()
+    }
+
+    /// `SendMessage`; the created or continued task, or the JSON-RPC error.
+    async fn send(&self, who: As<'_>, request: SendMessageRequest) -> Result<Value, Value> {
+        let params = serde_json::to_value(&request).unwrap();
+        let response = self.rpc(who, "SendMessage", params).await;
+        match response.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(response["result"]["task"].clone()),
+        }
+    }
+
+    async fn get_task(&self, who: As<'_>, id: &str) -> Result<Value, Value> {
+        let response = self.rpc(who, "GetTask", json!({"id": id})).await;
+        match response.get("error") {
+            Some(error) => Err(error.clone()),
+            None => Ok(response["result"].clone()),
+        }
+    }
+
+    /// How many tasks the caller sees in `ListTasks`.
+    async fn task_count(&self, who: As<'_>) -> u64 {
+        let response = self.rpc(who, "ListTasks", json!({})).await;
+        response["result"]["totalSize"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no listing in {response}"))
+    }
+}
+
+/// A message that creates a task (or continues `task_id`) with a task envelope; it returns at
+/// once rather than waiting for the model.
+fn envelope(task_id: &str, payload: Value) -> SendMessageRequest {
+    message(
+        task_id,
+        Part::data(json!({"kind": "task", "payload": payload}), ENVELOPE),
+        true,
+    )
+}
+
+fn message(task_id: &str, part: Part, return_immediately: bool) -> SendMessageRequest {
+    SendMessageRequest {
+        tenant: String::new(),
+        message: Message {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            task_id: task_id.to_string(),
+            role: Role::User,
+            parts: vec![part],
+            ..Message::default()
+        },
+        configuration: Some(SendMessageConfiguration {
+            return_immediately,
+            ..SendMessageConfiguration::default()
+        }),
+        metadata: None,
+    }
+}
+
+fn error_text(error: &Value) -> String {
+    error["message"].as_str().unwrap_or_default().to_string()
+}
+
+/// Polls until the task reaches `state` (a wire name), or fails after five seconds.
+async fn wait_for(server: &Server, who: As<'_>, id: &str, state: &str) -> Value {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let task = server.get_task(who, id).await.unwrap();
+            if task["status"]["state"] == state {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("task {id} never reached {state}"))
+}
+
+#[tokio::test]
+async fn an_untrusted_creator_naming_another_participant_is_refused_and_nothing_is_created() {
+    let server = Server::start(ANSWER).await;
+    let alice = As::Participant("alice");
+    let error = server
+        .send(
+            alice,
+            envelope(
+                "",
+                json!({"name": "n", "goal": "g", "participants": [
+                    {"id": "alice", "kind": "human", "role": "admin"},
+                    {"id": "bob", "kind": "human", "role": "assignee"}]}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error["code"], -32602);
+    assert!(
+        error_text(&error).contains(
+            "task.participants: only a trusted delegator may name participants other than itself (found `bob`)"
+        ),
+        "{error}"
+    );
+    assert_eq!(server.task_count(alice).await, 0);
+    assert_eq!(server.task_count(As::Participant("bob")).await, 0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_untrusted_creator_asking_for_what_only_delegators_may_set_is_refused_whole() {
+    let server = Server::start(ANSWER).await;
+    let cases = [
+        ("model", json!("bigger-model")),
+        ("reasoning_effort", json!("high")),
+        ("lifecycle", json!("participant")),
+        ("parent_tasks", json!([{"task_id": "t0"}])),
+    ];
+    for (field, value) in cases {
+        let mut payload = json!({"name": "n", "goal": "g"});
+        payload[field] = value;
+        let error = server
+            .send(As::Participant("alice"), envelope("", payload))
+            .await
+            .unwrap_err();
+        assert_eq!(error["code"], -32602, "{field}");
+        assert!(
+            error_text(&error).contains(&format!(
+                "task.{field}: only a trusted delegator may set this on a new task"
+            )),
+            "{error}"
+        );
+    }
+    assert_eq!(server.task_count(As::Participant("alice")).await, 0);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_trusted_delegator_creates_a_task_for_others_who_can_then_get_it() {
+    let server = Server::start(ANSWER).await;
+    let brief = json!({
+        "name": "Reconcile March", "goal": "Totals match the bank statement",
+        "lifecycle": "participant", "model": "small-model", "reasoning_effort": "low",
+        "parent_tasks": [{"task_id": "parent-1", "agent": {"kind": "agent", "id": "front-desk"}}],
+        "participants": [
+            {"id": "alice", "kind": "human", "role": "assignee"},
+            {"id": "bob", "kind": "human", "role": "watcher"}]});
+    let task = server
+        .send(As::Bearer(TOKEN), envelope("", brief))
+        .await
+        .expect("a trusted delegator may set every field");
+    let ext = &task["metadata"][EXT];
+    assert_eq!(ext["lifecycle"], "participant");
+    assert_eq!(ext["model"], "small-model");
+    assert_eq!(ext["reasoning_effort"], "low");
+    assert_eq!(ext["parent_tasks"][0]["task_id"], "parent-1");
+    assert_eq!(
+        ext["participants"][0],
+        json!({"id": DELEGATOR, "kind": "agent", "role": "admin"}),
+        "the trusted creator joins as an admin agent"
+    );
+    let id = task["id"].as_str().unwrap();
+    for participant in ["alice", "bob"] {
+        let seen = server.get_task(As::Participant(participant), id).await;
+        assert_eq!(seen.unwrap()["id"], id, "{participant} sees the task");
+    }
+    let stranger = server
+        .get_task(As::Participant("mallory"), id)
+        .await
+        .unwrap_err();
+    assert_eq!(stranger["code"], -32001);
+    assert_eq!(server.task_count(As::Bearer(TOKEN)).await, 1);
+    // The header names nobody once a token has said who the caller is.
+    let mut spoofing = server
+        .request(As::Bearer(TOKEN), reqwest::Method::POST, "/")
+        .header("X-Participant-Id", "alice");
+    spoofing = spoofing.json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks"}));
+    let listed: Value = spoofing.send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["result"]["tasks"][0]["id"], id);
+    // Nor can a delegator's message speak for someone else.
+    let mut relayed = message(id, Part::text("from alice, honestly"), true);
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("participant_id".into(), "alice".into());
+    relayed.message.metadata = Some(metadata);
+    let error = server.send(As::Bearer(TOKEN), relayed).await.unwrap_err();
+    assert!(
+        error_text(&error).contains("a delegator speaks only as itself"),
+        "{error}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn lifecycle_on_an_existing_task_is_refused_even_for_its_trusted_creator() {
+    let server = Server::start(
+        "[[reply]]\n[[reply.tool_calls]]\nname = \"ask_participant\"\narguments = { participant_id = \"ledger\", question = \"Which month?\" }\n",
+    )
+    .await;
+    let ledger = As::Bearer(TOKEN);
+    let task = server
+        .send(
+            ledger,
+            envelope(
+                "",
+                json!({"name": "n", "goal": "g", "participants": [
+                    {"id": "alice", "kind": "human", "role": "admin"}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    let id = task["id"].as_str().unwrap();
+    let before = wait_for(&server, ledger, id, "TASK_STATE_INPUT_REQUIRED").await;
+    for who in [ledger, As::Participant("alice")] {
+        for change in [
+            json!({"lifecycle": "participant"}),
+            json!({"model": "m"}),
+            json!({"parent_tasks": [{"task_id": "p"}]}),
+        ] {
+            let error = server.send(who, envelope(id, change)).await.unwrap_err();
+            assert_eq!(error["code"], -32602);
+            assert!(
+                error_text(&error).contains("cannot be changed on an existing task"),
+                "{error}"
+            );
+        }
+    }
+    let after = server.get_task(ledger, id).await.unwrap();
+    assert_eq!(after["metadata"][EXT], before["metadata"][EXT]);
+    assert_eq!(after["metadata"][EXT]["lifecycle"], "agent");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_wrong_bearer_is_refused_on_every_binding_without_echoing_it() {
+    let server = Server::start(ANSWER).await;
+    let wrong = As::Bearer("not-the-ledger-token-at-all");
+    let refused = server
+        .send(wrong, message("", Part::text("hello"), true))
+        .await
+        .unwrap_err();
+    assert_eq!(refused["code"], -32600);
+    let text = error_text(&refused);
+    assert!(text.contains("server.trusted_delegators"), "{text}");
+    assert!(!text.contains("not-the-ledger-token-at-all"), "{text}");
+    let legacy = server
+        .rpc(
+            wrong,
+            "message/send",
+            json!({"message": {"kind": "message", "messageId": "m-03", "role": "user",
+                "parts": [{"kind": "text", "text": "hello"}]}}),
+        )
+        .await;
+    assert_eq!(legacy["error"]["code"], -32600, "{legacy}");
+    let streaming = server
+        .rpc(
+            wrong,
+            "SendStreamingMessage",
+            serde_json::to_value(message("", Part::text("hello"), false)).unwrap(),
+        )
+        .await;
+    assert_eq!(streaming["error"]["code"], -32600, "{streaming}");
+    let rest = server
+        .request(wrong, reqwest::Method::GET, "/tasks")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest.status(), reqwest::StatusCode::UNAUTHORIZED);
+    assert_eq!(rest.headers()["www-authenticate"], "Bearer");
+    let body: Value = rest.json().await.unwrap();
+    assert_eq!(body["error"]["status"], "UNAUTHENTICATED");
+    let rest_send = server
+        .request(wrong, reqwest::Method::POST, "/message:send")
+        .json(&message("", Part::text("hello"), true))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rest_send.status(), reqwest::StatusCode::UNAUTHORIZED);
+    assert_eq!(server.task_count(As::Bearer(TOKEN)).await, 0);
+    assert_eq!(server.task_count(As::Participant("user")).await, 0);
+    // The right token is recognised on the 0.3 dialect too.
+    let trusted = server
+        .rpc(
+            As::Bearer(TOKEN),
+            "message/send",
+            json!({"message": {"kind": "message", "messageId": "m-03", "role": "user",
+                "parts": [{"kind": "text", "text": "hello"}]}}),
+        )
+        .await;
+    assert!(trusted.get("error").is_none(), "{trusted}");
+    assert_eq!(server.task_count(As::Bearer(TOKEN)).await, 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_resent_message_id_makes_one_task_per_owner() {
+    let server = Server::start(ANSWER).await;
+    let (alice, bob) = (As::Participant("alice"), As::Participant("bob"));
+    let first = message("", Part::text("Count the invoices"), false);
+    let created = server.send(alice, first.clone()).await.unwrap();
+    assert_eq!(created["status"]["state"], "TASK_STATE_COMPLETED");
+    let resent = tokio::time::timeout(Duration::from_secs(5), server.send(alice, first.clone()))
+        .await
+        .expect("a resend of a settled task answers at once")
+        .unwrap();
+    assert_eq!(resent["id"], created["id"]);
+    assert_eq!(resent["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(server.task_count(alice).await, 1);
+    // Two resends racing each other still make one task.
+    let racing = message("", Part::text("Count the receipts"), true);
+    let (one, two) = tokio::join!(
+        server.send(alice, racing.clone()),
+        server.send(alice, racing.clone())
+    );
+    assert_eq!(one.unwrap()["id"], two.unwrap()["id"]);
+    assert_eq!(server.task_count(alice).await, 2);
+    let theirs = server.send(bob, first).await.unwrap();
+    assert_ne!(
+        theirs["id"], created["id"],
+        "another owner's message is its own"
+    );
+    assert_eq!(server.task_count(bob).await, 1);
+    assert_eq!(server.task_count(alice).await, 2);
+    server.stop().await;
+}
