@@ -1,5 +1,8 @@
 //! The scripted model: a TOML file of replies played in order, for tests and offline demos that
-//! must behave the same on every run without a network or a key.
+//! must behave the same on every run without a network or a key. A reply's text may hold
+//! placeholders ([`placeholders`]) filled from the request, so a demo can repeat real data.
+
+pub mod placeholders;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -41,6 +44,7 @@ struct Script {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ScriptedReply {
+    /// May hold [`placeholders::KNOWN`], filled when the reply is played.
     #[serde(default)]
     text: String,
     /// Waited before answering, so tests can cancel a task mid-call.
@@ -142,6 +146,7 @@ impl ScriptedModel {
                 message,
             }
         })?;
+        check_placeholders(&script, path)?;
         Ok(ScriptedModel {
             path: path.to_path_buf(),
             replies: script.reply,
@@ -164,6 +169,24 @@ impl ScriptedModel {
     pub fn is_empty(&self) -> bool {
         self.replies.is_empty()
     }
+}
+
+/// Refuses a `{{name}}` that is not a placeholder: a typo would otherwise reach the demo's answer
+/// verbatim, on every run.
+fn check_placeholders(script: &Script, path: &Path) -> Result<(), ScriptError> {
+    for (index, reply) in script.reply.iter().enumerate() {
+        if let Some(token) = placeholders::unknown(&reply.text) {
+            return Err(ScriptError::Invalid {
+                path: path.to_path_buf(),
+                key: format!("reply[{index}].text"),
+                message: format!(
+                    "unknown placeholder {token}; a reply's text may hold {}",
+                    placeholders::KNOWN.join(" and ")
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The dotted key an error is about and its message. For an unknown or missing field serde
@@ -220,7 +243,7 @@ impl Model for ScriptedModel {
             })
             .collect();
         Ok(ModelReply {
-            text: reply.text.clone(),
+            text: placeholders::fill(&reply.text, request),
             tool_calls,
             usage: Default::default(),
         })
@@ -344,6 +367,45 @@ delay_ms = 150
         let file = write("[[reply]\n");
         let err = ScriptedModel::load(file.path()).unwrap_err();
         assert!(matches!(err, ScriptError::Syntax { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_reply_repeats_the_tool_result_and_the_note_its_request_holds() {
+        use crate::context::untrusted;
+        let file = write(
+            "[[reply]]\ntext = \"Ledger: {{last_tool_result}}\"\n\
+             [[reply]]\ntext = \"Front desk: {{last_note}}\"\n",
+        );
+        let model = ScriptedModel::load(file.path()).unwrap();
+        let mut first = request(0, Purpose::Turn);
+        first.messages.push(ChatMessage::Tool {
+            call_id: "call_0_0".into(),
+            name: "account_balance".into(),
+            content: untrusted("tool", "12480.50 EUR"),
+        });
+        let reply = model.complete(&first).await.unwrap();
+        assert_eq!(reply.text, "Ledger: 12480.50 EUR");
+        let mut second = request(1, Purpose::Turn);
+        second.messages.push(ChatMessage::User {
+            content: untrusted("agent", "Sub-task t on ledger is COMPLETED: 12480.50 EUR"),
+        });
+        let reply = model.complete(&second).await.unwrap();
+        assert_eq!(
+            reply.text,
+            "Front desk: Sub-task t on ledger is COMPLETED: 12480.50 EUR"
+        );
+    }
+
+    #[test]
+    fn an_unknown_placeholder_is_refused_by_its_reply() {
+        let file = write("[[reply]]\ntext = \"a\"\n[[reply]]\ntext = \"{{last_answer}}\"\n");
+        let err = ScriptedModel::load(file.path()).unwrap_err().to_string();
+        assert!(err.contains("reply[1].text"), "{err}");
+        assert!(err.contains("unknown placeholder {{last_answer}}"), "{err}");
+        assert!(
+            err.contains("{{last_tool_result}} and {{last_note}}"),
+            "{err}"
+        );
     }
 
     #[test]
