@@ -110,6 +110,10 @@ cp "$plugin_target/wasm32-wasip2/release/tiny_harness_example_ledger.wasm" \
 # `-i.orig` works with GNU and BSD sed alike.
 sed -i.orig 's/^bind = .*/bind = "127.0.0.1:0"/' "$work/ledger.toml" "$work/front-desk.toml"
 
+# The token that makes the front desk a trusted delegator of the ledger (both read it).
+FRONT_DESK_TOKEN="${FRONT_DESK_TOKEN:-$(python3 -c 'import secrets; print(secrets.token_hex(32))')}"
+export FRONT_DESK_TOKEN
+
 # Starts `harness serve` on a configuration; sets `started_pid` and `started_url`, the URL read
 # from its log: port 0 lets the system pick a free port, so two runs never collide.
 start() {

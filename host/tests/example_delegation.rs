@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tiny_harness::store::Store;
 use tiny_harness::tasks::extension::{ENVELOPE_MEDIA_TYPE, METADATA_KEY};
 
 const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
+/// The token that makes the front desk a trusted delegator of the ledger (both read it).
+const FRONT_DESK_TOKEN: &str = "example-front-desk-token-for-tests-0123456789";
 /// What the user asks: it matches the ledger's card and names no agent.
 const QUESTION: &str = "What is the current balance of the Acme Corp account?";
 /// The account the question is about, as the data set names it.
@@ -173,6 +174,7 @@ impl Server {
             .arg(config)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
+            .env("FRONT_DESK_TOKEN", FRONT_DESK_TOKEN)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -297,7 +299,6 @@ fn only_sub_task(task: &Value) -> &Value {
 /// The ledger and the front desk running, the front desk configured by `front_desk`.
 struct Pair {
     _dir: tempfile::TempDir,
-    dir: PathBuf,
     ledger: Server,
     front_desk: Server,
     front_desk_config: PathBuf,
@@ -315,7 +316,6 @@ impl Pair {
         let front_desk = Server::start("front desk", &front_desk_config).await;
         Pair {
             _dir: temp,
-            dir,
             ledger,
             front_desk,
             front_desk_config,
@@ -345,27 +345,28 @@ impl Pair {
             "the front desk's answer does not carry the ledger's figure {figure}: {answer}"
         );
 
-        check_ledger_task(&self.ledger, &self.dir, child_id, expected_brief).await;
+        check_ledger_task(&self.ledger, "front-desk", child_id, expected_brief).await;
     }
 }
 
-/// Checks the ledger's task `id`, asked of the ledger with GetTask: completed with the figure
-/// from its books, and created from a task envelope (a name and a goal; `expected_brief` when
-/// known). GetTask answers only a task's owner and participants, and the owner is whoever the
-/// creator said it was, so the ledger's store names the caller to ask as.
+/// Checks the ledger's task `id`, asked of the ledger with GetTask by the user who asked the
+/// front desk: the front desk is a trusted delegator of the ledger, so it named that user a
+/// participant of the child. Completed with the figure from the ledger's books, and created
+/// from a task envelope (a name and a goal; `expected_brief` when known) by `creator`.
 async fn check_ledger_task(
     ledger: &Server,
-    dir: &Path,
+    creator: &str,
     id: &str,
     expected_brief: Option<(&str, &str)>,
 ) {
-    let owner = Store::open(&dir.join("ledger.db"))
-        .unwrap()
-        .task(id)
-        .unwrap()
-        .unwrap_or_else(|| panic!("the ledger has no task {id}"))
-        .owner;
-    let task = ledger.get_task(id, Some(&owner)).await;
+    let task = ledger.get_task(id, None).await;
+    let participants = &task["result"]["metadata"][METADATA_KEY]["participants"];
+    assert!(
+        participants
+            .as_array()
+            .is_some_and(|all| all.iter().any(|p| p["id"] == creator)),
+        "the child names its creator {creator} among its participants: {participants:#}"
+    );
     let task = &task["result"];
     assert_eq!(task["id"], id, "GetTask on the ledger: {task:#}");
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task:#}");
@@ -423,6 +424,7 @@ async fn a_question_about_an_account_is_answered_by_the_ledger_through_the_front
         .args(["context", "--config"])
         .arg(&pair.front_desk_config)
         .env("NO_COLOR", "1")
+        .env("FRONT_DESK_TOKEN", FRONT_DESK_TOKEN)
         .output()
         .unwrap();
     let prefix = String::from_utf8_lossy(&context.stdout);
@@ -458,7 +460,7 @@ async fn the_ledger_alone_answers_a_task_envelope_from_its_books() {
     let id = response["result"]["task"]["id"]
         .as_str()
         .unwrap_or_else(|| panic!("the ledger took no task: {response:#}"));
-    check_ledger_task(&ledger, dir.path(), id, Some((&name, &goal))).await;
+    check_ledger_task(&ledger, "user", id, Some((&name, &goal))).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
