@@ -108,14 +108,19 @@ async fn delegation_to_the_ledger_sends_the_envelope_and_its_answer_reaches_the_
 /// A stub A2A agent whose card lacks the task extension: it records each `SendMessage` and
 /// answers with a completed task.
 async fn plain_agent() -> (String, Arc<Mutex<Vec<Value>>>) {
+    plain_agent_answering_after(std::time::Duration::ZERO).await
+}
+
+/// [`plain_agent`], taking `delay` to answer each `SendMessage`.
+async fn plain_agent_answering_after(
+    delay: std::time::Duration,
+) -> (String, Arc<Mutex<Vec<Value>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
     let card = stub_card(&url, "plain", false);
-    async fn rpc(
-        State(seen): State<Arc<Mutex<Vec<Value>>>>,
-        Json(body): Json<Value>,
-    ) -> Json<Value> {
+    type Seen = (Arc<Mutex<Vec<Value>>>, std::time::Duration);
+    async fn rpc(State((seen, delay)): State<Seen>, Json(body): Json<Value>) -> Json<Value> {
         let task = json!({
             "id": "plain-1", "contextId": "ctx",
             "status": {"state": "TASK_STATE_COMPLETED", "message": {
@@ -123,6 +128,7 @@ async fn plain_agent() -> (String, Arc<Mutex<Vec<Value>>>) {
         });
         let result = match body["method"].as_str() {
             Some("SendMessage") => {
+                tokio::time::sleep(delay).await;
                 seen.lock().unwrap().push(body["params"].clone());
                 json!({"task": task})
             }
@@ -139,7 +145,7 @@ async fn plain_agent() -> (String, Arc<Mutex<Vec<Value>>>) {
             }),
         )
         .route("/", post(rpc))
-        .with_state(seen.clone());
+        .with_state((seen.clone(), delay));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, seen)
 }
@@ -170,6 +176,33 @@ async fn an_agent_without_the_task_extension_receives_the_brief_as_text() {
         "Report the balance of account ACME-001 on 31 March.\n\nUse the closing figures.\n\n\
          Acceptance criteria:\n- States the balance in EUR"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_slower_than_the_plugin_deadline_still_gets_its_sub_task() {
+    // The tool's plugin may run 300 ms; creating the child takes the agent 1.5 s. That time is
+    // the host's network wait, not the plugin's, so the call succeeds.
+    let (url, seen) = plain_agent_answering_after(std::time::Duration::from_millis(1_500)).await;
+    let model = front_desk_model(json!("plain"));
+    let desk = Node::start(
+        &format!("[plugins]\ncall_timeout_ms = 300\n[[agents]]\nid = \"plain\"\nurl = \"{url}\"\n"),
+        model.clone(),
+    )
+    .await;
+    let parent = desk.send("Ask the slow agent.", false).await;
+    let result = model
+        .requests()
+        .iter()
+        .find_map(last_tool_result)
+        .expect("the tool's result");
+    assert!(result.contains("sub-task plain-1 created on plain"), "{result}");
+    assert_eq!(parent.status.state, TaskState::Completed, "{parent:?}");
+    assert!(
+        answer(&parent).contains("plain answer"),
+        "{}",
+        answer(&parent)
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -196,6 +196,42 @@ mod tests {
     }
 
     #[test]
+    fn task_section_lists_each_sub_task_with_its_agent_id_and_state_golden() {
+        use crate::tasks::extension::{AgentRef, TaskLink};
+        let mut ext = TaskExtension::from_text("Answer the customer");
+        let link = |id: &str, agent: &str, state: Option<&str>| TaskLink {
+            task_id: id.into(),
+            agent: Some(AgentRef {
+                kind: "agent".into(),
+                id: agent.into(),
+                version: None,
+            }),
+            state: state.map(str::to_string),
+        };
+        ext.sub_tasks = vec![
+            link("c-1", "ledger", Some("TASK_STATE_COMPLETED")),
+            link("c-2", "self", Some("TASK_STATE_INPUT_REQUIRED")),
+            link("c-3", "self", None),
+        ];
+        let record = TaskRecord {
+            id: "t1".into(),
+            context_id: "c".into(),
+            status: TaskStatus::default(),
+            artifacts: vec![],
+            metadata: Default::default(),
+            ext,
+            owner: "user".into(),
+        };
+        assert!(
+            render_task(&record).ends_with(
+                "sub-tasks:\n  - c-1 on ledger: COMPLETED\n  - c-2 on self: INPUT_REQUIRED\n  - c-3 on self: SUBMITTED"
+            ),
+            "{}",
+            render_task(&record)
+        );
+    }
+
+    #[test]
     fn plan_section_golden() {
         let step = |id: &str, state, deps: &[&str], output: Option<&str>| PlanStep {
             id: id.into(),

@@ -308,3 +308,40 @@ impl host::Host for StoreData {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::extension::TaskExtension;
+
+    fn call(task: &str, call_id: &str) -> CallState {
+        CallState {
+            record: TaskRecord {
+                id: task.to_string(),
+                context_id: "ctx".to_string(),
+                status: Default::default(),
+                artifacts: Vec::new(),
+                metadata: Default::default(),
+                ext: TaskExtension::from_text("goal"),
+                owner: "user".to_string(),
+            },
+            call_id: call_id.to_string(),
+            effects: Vec::new(),
+            registry: None,
+            children: None,
+            spawned: 0,
+        }
+    }
+
+    #[test]
+    fn a_replayed_call_names_its_children_as_it_did_the_first_time() {
+        let mut first = call("t-1", "call-7");
+        let mut replay = call("t-1", "call-7");
+        let ids: Vec<String> = (0..2).map(|_| first.next_message_id()).collect();
+        let again: Vec<String> = (0..2).map(|_| replay.next_message_id()).collect();
+        assert_eq!(ids, again);
+        assert_ne!(ids[0], ids[1], "two children of one call have two ids");
+        assert_ne!(ids[0], call("t-1", "call-8").next_message_id());
+        assert_ne!(ids[0], call("t-2", "call-7").next_message_id());
+    }
+}
