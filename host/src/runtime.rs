@@ -375,3 +375,36 @@ pub fn load_config(explicit: Option<&Path>) -> Result<Config, ConfigError> {
         None => Ok(crate::config::embedded_default()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        Config::parse(text, Path::new("config.toml")).unwrap()
+    }
+
+    #[test]
+    fn an_agent_token_comes_from_its_variable() {
+        let config = config(
+            "[[agents]]\nid = \"ledger\"\nurl = \"http://127.0.0.1:1\"\ntoken_env = \"LEDGER_TOKEN\"\n",
+        );
+        let tokens = agent_tokens(&config, &|name| {
+            (name == "LEDGER_TOKEN").then(|| "t".repeat(32))
+        })
+        .unwrap();
+        assert_eq!(tokens["ledger"], "t".repeat(32));
+    }
+
+    #[test]
+    fn a_missing_agent_token_names_the_setting_and_the_variable_golden() {
+        let config = config(
+            "[[agents]]\nid = \"a\"\nurl = \"http://127.0.0.1:1\"\n[[agents]]\nid = \"ledger\"\nurl = \"http://127.0.0.1:2\"\ntoken_env = \"LEDGER_TOKEN\"\n",
+        );
+        let err = agent_tokens(&config, &|_| None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "agents[1].token_env: environment variable LEDGER_TOKEN is not set or is empty; export the bearer token agent `ledger` knows this harness by"
+        );
+    }
+}

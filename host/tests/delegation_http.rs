@@ -195,7 +195,10 @@ async fn an_agent_slower_than_the_plugin_deadline_still_gets_its_sub_task() {
         .iter()
         .find_map(last_tool_result)
         .expect("the tool's result");
-    assert!(result.contains("sub-task plain-1 created on plain"), "{result}");
+    assert!(
+        result.contains("sub-task plain-1 created on plain"),
+        "{result}"
+    );
     assert_eq!(parent.status.state, TaskState::Completed, "{parent:?}");
     assert!(
         answer(&parent).contains("plain answer"),
