@@ -5,7 +5,9 @@
 pub mod children;
 pub mod effects;
 pub mod embedded;
+mod inbox;
 pub mod journal;
+mod participant_task;
 pub mod tools;
 mod turn;
 

@@ -7,20 +7,19 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::children::brief::ChildBrief;
-use super::children::report::CHILD_REPORT_KEY;
-use super::children::{Children, SpawnRequest};
+use super::children::Children;
+use super::inbox::drain;
 use super::journal::{JournalEntry, Replay};
+use super::participant_task::participant_step;
 use super::tools::{Effect, ToolContext, ToolHost};
 use crate::a2a::types::{
     Artifact, DIRECT_REPLY_KEY, Message, Part, Role, TaskState, TaskStatus, timestamp_now,
 };
-use crate::agents::SELF_ID;
 use crate::context::compaction::{budget, is_over, split_point, summary_request};
 use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
 use crate::model::{Finish, Model, ModelError, ToolSpec, TurnContext, TurnReply};
 use crate::store::{StoreError, Tx};
-use crate::tasks::extension::{Lifecycle, ParticipantKind, Role as TaskRole, StepState, TaskLink};
+use crate::tasks::extension::{Lifecycle, StepState};
 use crate::tasks::hub::{Change, TaskHub};
 use crate::tasks::record::TaskRecord;
 
@@ -46,17 +45,14 @@ pub(crate) struct Shared {
     pub children: OnceLock<Arc<Children>>,
 }
 
-/// The command a participant sends to give the task a sub-task on this harness.
-pub const SUBTASK_COMMAND: &str = "/sub-task";
-
-enum Step {
+pub(super) enum Step {
     Continue,
     Park,
     Stop,
 }
 
 #[derive(Debug, thiserror::Error)]
-enum StepError {
+pub(super) enum StepError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]
@@ -225,169 +221,6 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     Ok(advance(change))
 }
 
-/// Records every new message for the task: participants' messages, the stand-ins' reports of
-/// its children (as untrusted notes) and `/sub-task` commands (carried out here, without a model
-/// turn). True when there were any.
-async fn drain(
-    shared: &Shared,
-    record: &TaskRecord,
-    replay: &mut Replay,
-) -> Result<bool, StepError> {
-    let hub = &shared.hub;
-    let mut entries = Vec::new();
-    let mut replies = Vec::new();
-    let mut links = Vec::new();
-    for (seq, message) in hub
-        .store()
-        .messages_after(&record.id, replay.last_inbound_seq)?
-    {
-        if is_child_report(&message) {
-            entries.push(JournalEntry::Note {
-                source: "agent".to_string(),
-                text: message.text(),
-                message_seq: Some(seq),
-            });
-            continue;
-        }
-        if message.role != Role::User {
-            continue;
-        }
-        let text = message_text(&message);
-        // A message that only changes the brief is not input for the model: the change shows
-        // in the `task` section.
-        if text.is_empty() {
-            continue;
-        }
-        let from = sender_of(&message, record);
-        if let Some(goal) = subtask_command(&text) {
-            let outcome = match run_subtask_command(shared, record, &message, goal).await {
-                Ok(link) => {
-                    let outcome = format!("sub-task {} created on {SELF_ID}", link.task_id);
-                    links.push(link);
-                    outcome
-                }
-                Err(err) => format!("the sub-task was not created: {err}"),
-            };
-            replies.push(outcome.clone());
-            entries.push(JournalEntry::Command {
-                message_seq: seq,
-                from,
-                text,
-                outcome,
-            });
-            continue;
-        }
-        let trusted = record
-            .ext
-            .participant(&from)
-            .is_none_or(|p| p.kind != ParticipantKind::Agent);
-        entries.push(JournalEntry::Inbound {
-            message_seq: seq,
-            from,
-            trusted,
-            text,
-        });
-    }
-    if entries.is_empty() {
-        return Ok(false);
-    }
-    let wakes_model = entries
-        .iter()
-        .any(|e| !matches!(e, JournalEntry::Command { .. }));
-    let change = hub.change(&record.id, |rec, tx| {
-        for entry in &entries {
-            tx.append_journal(&rec.id.clone(), entry)?;
-        }
-        for reply in &replies {
-            let message = Message::agent_text(&rec.id, &rec.context_id, reply.clone());
-            tx.append_message(&rec.id.clone(), &message)?;
-        }
-        for link in &links {
-            if !rec.ext.sub_tasks.iter().any(|l| l.task_id == link.task_id) {
-                rec.ext.sub_tasks.push(link.clone());
-            }
-        }
-        if wakes_model
-            && matches!(
-                rec.state(),
-                TaskState::Submitted | TaskState::InputRequired | TaskState::AuthRequired
-            )
-        {
-            set_status(rec, TaskState::Working, None);
-        }
-        Ok(())
-    })?;
-    if matches!(change, Change::Applied(..)) {
-        for entry in &entries {
-            replay.apply(entry);
-        }
-        if let Some(children) = shared.children.get() {
-            for link in &links {
-                children.follow(&record.id, link);
-            }
-        }
-    }
-    Ok(true)
-}
-
-/// Whether a message is a stand-in's report of a child.
-fn is_child_report(message: &Message) -> bool {
-    message.role == Role::Agent
-        && message
-            .metadata
-            .as_ref()
-            .is_some_and(|m| m.contains_key(CHILD_REPORT_KEY))
-}
-
-/// The goal of a `/sub-task {goal}` command, if the text is one.
-fn subtask_command(text: &str) -> Option<&str> {
-    let rest = text.trim_start().strip_prefix(SUBTASK_COMMAND)?;
-    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
-        return None;
-    }
-    Some(rest.trim())
-}
-
-/// Creates the child a `/sub-task` command asks for, on this harness, through A2A like any
-/// other child. The message id comes from the command's, so a replay finds the same child.
-async fn run_subtask_command(
-    shared: &Shared,
-    record: &TaskRecord,
-    message: &Message,
-    goal: &str,
-) -> Result<TaskLink, crate::engine::ToolError> {
-    use crate::engine::ToolError;
-    if goal.is_empty() {
-        return Err(ToolError::new(
-            "command.invalid",
-            format!(
-                "{SUBTASK_COMMAND} needs a goal: {SUBTASK_COMMAND} <what the sub-task must do>"
-            ),
-        ));
-    }
-    let Some(children) = shared.children.get() else {
-        return Err(ToolError::new(
-            "tool.unavailable",
-            "sub-tasks are not available on this harness",
-        ));
-    };
-    let from_text = crate::tasks::extension::TaskExtension::from_text(goal);
-    let request = SpawnRequest {
-        parent: record,
-        agent: None,
-        brief: ChildBrief {
-            name: from_text.name,
-            goal: from_text.goal,
-            description: None,
-            acceptance_criteria: Vec::new(),
-            participants: record.ext.participants.clone(),
-            lifecycle: Lifecycle::Agent,
-        },
-        message_id: format!("subtask-command-{}", message.message_id),
-    };
-    children.spawn(request).await
-}
-
 /// Starts following the children a tool call just created.
 fn follow_new_children(shared: &Shared, parent: &str, effects: &[Effect]) {
     let Some(children) = shared.children.get() else {
@@ -398,44 +231,6 @@ fn follow_new_children(shared: &Shared, parent: &str, effects: &[Effect]) {
             children.follow(parent, link);
         }
     }
-}
-
-/// One step of a task its assignee works (lifecycle `participant`): the model never runs. The
-/// task waits, addressed to the assignee, and the assignee's reply is its answer.
-fn participant_step(
-    hub: &TaskHub,
-    record: &TaskRecord,
-    replay: &Replay,
-) -> Result<Step, StoreError> {
-    let assignee = record
-        .ext
-        .participants
-        .iter()
-        .find(|p| p.role == TaskRole::Assignee)
-        .map(|p| p.id.clone());
-    let answers = |from: &str| match &assignee {
-        Some(assignee) => from == assignee,
-        None => from != record.owner,
-    };
-    if let Some(answer) = replay.last_inbound_from(answers) {
-        let answer = answer.to_string();
-        hub.change(&record.id, |rec, tx| complete(rec, tx, &answer))?;
-        return Ok(Step::Stop);
-    }
-    if record.state() != TaskState::InputRequired {
-        hub.change(&record.id, |rec, tx| {
-            let mut message = Message::agent_text(&rec.id, &rec.context_id, rec.ext.goal.clone());
-            if let Some(assignee) = &assignee {
-                let mut metadata = serde_json::Map::new();
-                metadata.insert("participant_id".into(), assignee.clone().into());
-                message.metadata = Some(metadata);
-            }
-            tx.append_message(&rec.id, &message)?;
-            set_status(rec, TaskState::InputRequired, Some(message));
-            Ok(())
-        })?;
-    }
-    Ok(Step::Park)
 }
 
 async fn compact(
@@ -483,34 +278,6 @@ fn advance<T>(change: Change<T>) -> Step {
     }
 }
 
-/// The participant a message is from: its metadata, or the task's owner.
-pub(crate) fn sender_of(message: &Message, record: &TaskRecord) -> String {
-    message
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get("participant_id"))
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| record.owner.clone())
-}
-
-/// A message as the model reads it: its text parts, and any data parts (but a task envelope) as
-/// JSON.
-fn message_text(message: &Message) -> String {
-    message
-        .parts
-        .iter()
-        .filter(|part| part.media_type != crate::tasks::extension::ENVELOPE_MEDIA_TYPE)
-        .filter_map(|part| {
-            part.text
-                .clone()
-                .or_else(|| part.data.as_ref().map(|d| d.to_string()))
-                .or_else(|| part.url.as_ref().map(|u| format!("[file: {u}]")))
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn has_open_subtasks(record: &TaskRecord) -> bool {
     record.ext.sub_tasks.iter().any(|link| {
         link.state
@@ -520,7 +287,7 @@ fn has_open_subtasks(record: &TaskRecord) -> bool {
     })
 }
 
-fn set_status(record: &mut TaskRecord, state: TaskState, message: Option<Message>) {
+pub(super) fn set_status(record: &mut TaskRecord, state: TaskState, message: Option<Message>) {
     record.status = TaskStatus {
         state,
         message,
@@ -598,7 +365,11 @@ fn apply_effects(
 }
 
 /// Completes the task with the model's answer: status message, history and an `answer` artifact.
-fn complete(record: &mut TaskRecord, tx: &mut Tx<'_>, answer: &str) -> Result<(), StoreError> {
+pub(super) fn complete(
+    record: &mut TaskRecord,
+    tx: &mut Tx<'_>,
+    answer: &str,
+) -> Result<(), StoreError> {
     finish_task(record, tx, answer, &Finish::default())
 }
 

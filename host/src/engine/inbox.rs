@@ -1,0 +1,211 @@
+//! A task's inbox: what arrived since the loop last looked. Participants' messages become input
+//! for the model, the stand-ins' reports of children become untrusted notes, and `/sub-task`
+//! commands are carried out here, without a model turn. Each batch is journaled in one
+//! transaction with the task's new state.
+
+use super::ToolError;
+use super::children::SpawnRequest;
+use super::children::brief::ChildBrief;
+use super::children::report::CHILD_REPORT_KEY;
+use super::journal::{JournalEntry, Replay};
+use super::turn::{Shared, StepError, set_status};
+use crate::a2a::types::{Message, Role, TaskState};
+use crate::agents::SELF_ID;
+use crate::tasks::extension::{
+    ENVELOPE_MEDIA_TYPE, Lifecycle, ParticipantKind, TaskExtension, TaskLink,
+};
+use crate::tasks::hub::Change;
+use crate::tasks::record::TaskRecord;
+
+/// The command a participant sends to give the task a sub-task on this harness.
+pub const SUBTASK_COMMAND: &str = "/sub-task";
+
+/// Records every new message for the task: participants' messages, the stand-ins' reports of
+/// its children (as untrusted notes) and `/sub-task` commands (carried out here, without a model
+/// turn). True when there were any.
+pub(super) async fn drain(
+    shared: &Shared,
+    record: &TaskRecord,
+    replay: &mut Replay,
+) -> Result<bool, StepError> {
+    let hub = &shared.hub;
+    let mut entries = Vec::new();
+    let mut replies = Vec::new();
+    let mut links = Vec::new();
+    for (seq, message) in hub
+        .store()
+        .messages_after(&record.id, replay.last_inbound_seq)?
+    {
+        if is_child_report(&message) {
+            entries.push(JournalEntry::Note {
+                source: "agent".to_string(),
+                text: message.text(),
+                message_seq: Some(seq),
+            });
+            continue;
+        }
+        if message.role != Role::User {
+            continue;
+        }
+        let text = message_text(&message);
+        // A message that only changes the brief is not input for the model: the change shows
+        // in the `task` section.
+        if text.is_empty() {
+            continue;
+        }
+        let from = sender_of(&message, record);
+        if let Some(goal) = subtask_command(&text) {
+            let outcome = match run_subtask_command(shared, record, &message, goal).await {
+                Ok(link) => {
+                    let outcome = format!("sub-task {} created on {SELF_ID}", link.task_id);
+                    links.push(link);
+                    outcome
+                }
+                Err(err) => format!("the sub-task was not created: {err}"),
+            };
+            replies.push(outcome.clone());
+            entries.push(JournalEntry::Command {
+                message_seq: seq,
+                from,
+                text,
+                outcome,
+            });
+            continue;
+        }
+        let trusted = record
+            .ext
+            .participant(&from)
+            .is_none_or(|p| p.kind != ParticipantKind::Agent);
+        entries.push(JournalEntry::Inbound {
+            message_seq: seq,
+            from,
+            trusted,
+            text,
+        });
+    }
+    if entries.is_empty() {
+        return Ok(false);
+    }
+    let wakes_model = entries
+        .iter()
+        .any(|e| !matches!(e, JournalEntry::Command { .. }));
+    let change = hub.change(&record.id, |rec, tx| {
+        for entry in &entries {
+            tx.append_journal(&rec.id.clone(), entry)?;
+        }
+        for reply in &replies {
+            let message = Message::agent_text(&rec.id, &rec.context_id, reply.clone());
+            tx.append_message(&rec.id.clone(), &message)?;
+        }
+        for link in &links {
+            if !rec.ext.sub_tasks.iter().any(|l| l.task_id == link.task_id) {
+                rec.ext.sub_tasks.push(link.clone());
+            }
+        }
+        if wakes_model
+            && matches!(
+                rec.state(),
+                TaskState::Submitted | TaskState::InputRequired | TaskState::AuthRequired
+            )
+        {
+            set_status(rec, TaskState::Working, None);
+        }
+        Ok(())
+    })?;
+    if matches!(change, Change::Applied(..)) {
+        for entry in &entries {
+            replay.apply(entry);
+        }
+        if let Some(children) = shared.children.get() {
+            for link in &links {
+                children.follow(&record.id, link);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Whether a message is a stand-in's report of a child.
+fn is_child_report(message: &Message) -> bool {
+    message.role == Role::Agent
+        && message
+            .metadata
+            .as_ref()
+            .is_some_and(|m| m.contains_key(CHILD_REPORT_KEY))
+}
+
+/// The goal of a `/sub-task {goal}` command, if the text is one.
+fn subtask_command(text: &str) -> Option<&str> {
+    let rest = text.trim_start().strip_prefix(SUBTASK_COMMAND)?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    Some(rest.trim())
+}
+
+/// Creates the child a `/sub-task` command asks for, on this harness, through A2A like any
+/// other child. The message id comes from the command's, so a replay finds the same child.
+async fn run_subtask_command(
+    shared: &Shared,
+    record: &TaskRecord,
+    message: &Message,
+    goal: &str,
+) -> Result<TaskLink, ToolError> {
+    if goal.is_empty() {
+        return Err(ToolError::new(
+            "command.invalid",
+            format!(
+                "{SUBTASK_COMMAND} needs a goal: {SUBTASK_COMMAND} <what the sub-task must do>"
+            ),
+        ));
+    }
+    let Some(children) = shared.children.get() else {
+        return Err(ToolError::new(
+            "tool.unavailable",
+            "sub-tasks are not available on this harness",
+        ));
+    };
+    let from_text = TaskExtension::from_text(goal);
+    let request = SpawnRequest {
+        parent: record,
+        agent: None,
+        brief: ChildBrief {
+            name: from_text.name,
+            goal: from_text.goal,
+            description: None,
+            acceptance_criteria: Vec::new(),
+            participants: record.ext.participants.clone(),
+            lifecycle: Lifecycle::Agent,
+        },
+        message_id: format!("subtask-command-{}", message.message_id),
+    };
+    children.spawn(request).await
+}
+
+/// The participant a message is from: its metadata, or the task's owner.
+fn sender_of(message: &Message, record: &TaskRecord) -> String {
+    message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("participant_id"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
+        .unwrap_or_else(|| record.owner.clone())
+}
+
+/// A message as the model reads it: its text parts, and any data parts (but a task envelope) as
+/// JSON.
+fn message_text(message: &Message) -> String {
+    message
+        .parts
+        .iter()
+        .filter(|part| part.media_type != ENVELOPE_MEDIA_TYPE)
+        .filter_map(|part| {
+            part.text
+                .clone()
+                .or_else(|| part.data.as_ref().map(|d| d.to_string()))
+                .or_else(|| part.url.as_ref().map(|u| format!("[file: {u}]")))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
