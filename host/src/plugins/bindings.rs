@@ -9,5 +9,5 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-pub use tiny_harness::plugin::host;
-pub use tiny_harness::plugin::types;
+pub use self::tiny_harness::plugin::host;
+pub use self::tiny_harness::plugin::types;
