@@ -473,3 +473,37 @@ async fn a_participant_task_waits_for_its_assignee_and_their_reply_is_the_answer
         answer(&done)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_parent_that_fails_cancels_its_open_children() {
+    let ledger = Node::start(
+        "[card]\nname = \"ledger\"\n",
+        FnModel::new(|_| Answer::Hang),
+    )
+    .await;
+    let model = FnModel::new(|_| {
+        Answer::Reply(tool(
+            "spawn_subtask",
+            json!({"name": "remote", "goal": "Hang on the ledger.", "agent": "ledger"}),
+        ))
+    });
+    // One model call allowed: the parent spawns its child, then fails at limits.max_turns.
+    let desk = Node::start(
+        &format!(
+            "[limits]\nmax_turns = 1\n{}",
+            front_desk_config(&ledger.url)
+        ),
+        model,
+    )
+    .await;
+    let parent = desk.send("Start a slow sub-task.", false).await;
+    assert_eq!(parent.status.state, TaskState::Failed, "{parent:?}");
+    let row = sub_tasks(&parent)[0].clone();
+    let child_id = row["task_id"].as_str().unwrap();
+    let child = wait_for(&ledger.client_as("front-desk"), child_id, is_terminal).await;
+    assert_eq!(child.status.state, TaskState::Canceled);
+    wait_for(&desk.client, &parent.id, |t| {
+        row_state(&sub_tasks(t)[0]) == Some(TaskState::Canceled)
+    })
+    .await;
+}

@@ -88,7 +88,10 @@ pub(crate) async fn run_task(
                     _ = wake.notified() => {}
                 }
             }
-            Ok(Step::Stop) => return,
+            Ok(Step::Stop) => {
+                cancel_children_of_failed(&shared, &id);
+                return;
+            }
             Err(StepError::Model(err)) => {
                 tracing::warn!(task = %id, "model call failed: {err}");
                 let reason = match err {
@@ -98,6 +101,7 @@ pub(crate) async fn run_task(
                 if let Err(err) = fail(&shared.hub, &id, &reason) {
                     tracing::error!(task = %id, "cannot record the failure: {err}");
                 }
+                cancel_children_of_failed(&shared, &id);
                 return;
             }
             Err(StepError::Store(err)) => {
@@ -219,6 +223,18 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         replay.apply(&entry);
     }
     Ok(advance(change))
+}
+
+/// A task that failed no longer wants its children's work: each open one is canceled on its
+/// agent, as for a canceled task, so nothing keeps running for a parent that is gone.
+fn cancel_children_of_failed(shared: &Shared, id: &str) {
+    let failed = matches!(
+        shared.hub.store().task(id),
+        Ok(Some(record)) if matches!(record.state(), TaskState::Failed | TaskState::Rejected)
+    );
+    if failed && let Some(children) = shared.children.get() {
+        children.cancel_open(id);
+    }
 }
 
 /// Starts following the children a tool call just created.
