@@ -2,9 +2,12 @@
 //! and a crash test that kills the process mid-task (SIGKILL) and shows the task finishing after
 //! a restart without repeating a recorded model call.
 
-use std::io::{BufRead, BufReader};
+mod support {
+    pub mod harness_process;
+}
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +16,7 @@ use axum::extract::State;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
+use support::harness_process::HARNESS;
 
 fn write_config(dir: &Path, text: &str) -> std::path::PathBuf {
     let path = dir.join("config.toml");
@@ -150,30 +153,7 @@ async fn chat(State(stub): State<Stub>, Json(body): Json<Value>) -> Json<Value> 
 }
 
 fn spawn_harness(config: &Path) -> (Child, String) {
-    let mut child = Command::new(HARNESS)
-        .args(["serve", "--config"])
-        .arg(config)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if !sent && let Some(rest) = line.split("listening on ").nth(1) {
-                let url = rest.split_whitespace().next().unwrap_or("").to_string();
-                let _ = tx.send(url);
-                sent = true;
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the harness logged its address");
-    (child, url)
+    support::harness_process::serve(config)
 }
 
 async fn rpc(base: &str, method: &str, params: Value) -> Value {

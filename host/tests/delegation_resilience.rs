@@ -2,9 +2,11 @@
 //! while its child works.
 
 mod delegation_support;
+mod support {
+    pub mod harness_process;
+}
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +16,6 @@ use delegation_support::*;
 use tiny_harness::a2a::types::TaskState;
 use tiny_harness::model::ModelRequest;
 
-const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
 const FIGURE: &str = "Balance of ACME-001 on 31 March: 1,250.00 EUR";
 
 fn desk_model() -> Arc<FnModel> {
@@ -33,33 +34,11 @@ fn desk_model() -> Arc<FnModel> {
     })
 }
 
-/// Starts `harness serve` on a configuration in `dir`; returns the process and its URL.
+/// Starts `harness serve` on `config`, written as `ledger.toml` in `dir`.
 fn spawn_harness(dir: &std::path::Path, config: &str) -> (Child, String) {
     let path = dir.join("ledger.toml");
     std::fs::write(&path, config).unwrap();
-    let mut child = Command::new(HARNESS)
-        .args(["serve", "--config"])
-        .arg(&path)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if !sent && let Some(rest) = line.split("listening on ").nth(1) {
-                let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
-                sent = true;
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the harness logged its address");
-    (child, url)
+    support::harness_process::serve(&path)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,14 +7,14 @@
 //! so and passes, so `cargo test` works on a machine without Python or Node; CI runs the setup
 //! first and the tests then hold the harness to every client.
 
-use std::io::{BufRead, BufReader};
+mod support {
+    pub mod harness_process;
+}
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
-const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
-/// How long the harness may take to log its address.
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long one client script may run before the test fails.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -50,29 +50,7 @@ fn serve() -> Serving {
     );
     let path = dir.path().join("config.toml");
     std::fs::write(&path, config).unwrap();
-    let mut child = Command::new(HARNESS)
-        .args(["serve", "--config"])
-        .arg(&path)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut sent = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if !sent && let Some(rest) = line.split("listening on ").nth(1) {
-                let url = rest.split_whitespace().next().unwrap_or("").to_string();
-                let _ = tx.send(url);
-                sent = true;
-            }
-        }
-    });
-    let base_url = rx
-        .recv_timeout(STARTUP_TIMEOUT)
-        .expect("the harness logged its address");
+    let (child, base_url) = support::harness_process::serve(&path);
     Serving {
         child,
         base_url,

@@ -209,3 +209,27 @@ fn message_text(message: &Message) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sub_task_command_is_the_word_then_the_goal() {
+        assert_eq!(
+            subtask_command("/sub-task count the invoices"),
+            Some("count the invoices")
+        );
+        assert_eq!(
+            subtask_command("  /sub-task\n  two\nlines "),
+            Some("two\nlines")
+        );
+        assert_eq!(
+            subtask_command("/sub-task"),
+            Some(""),
+            "a goal is then asked for"
+        );
+        assert_eq!(subtask_command("/sub-tasks are neat"), None);
+        assert_eq!(subtask_command("please /sub-task this"), None);
+    }
+}
