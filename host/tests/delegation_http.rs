@@ -392,8 +392,12 @@ async fn a_child_past_the_depth_limit_is_refused_with_a_clear_error() {
         "{}",
         answer(&root)
     );
+    // The error the model reads, whole (golden).
     assert!(
-        answer(&root).contains("limits.max_subtask_depth is 2"),
+        answer(&root).contains(
+            "[subtask.too_deep] this task is at sub-task depth 2 and limits.max_subtask_depth is 2: \
+             do this work in this task instead of creating a sub-task"
+        ),
         "{}",
         answer(&root)
     );
