@@ -17,6 +17,7 @@ pub mod agents;
 pub mod config;
 pub mod context;
 pub mod engine;
+pub mod log_field;
 pub mod model;
 pub mod operator;
 pub mod plugins;

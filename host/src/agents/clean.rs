@@ -8,10 +8,8 @@
 
 /// What a cut field ends with.
 pub const ELLIPSIS: char = '…';
-/// What `<` becomes: a look-alike that no tag parser or model reads as a tag.
-pub const LEFT_ANGLE: char = '‹';
-/// What `>` becomes.
-pub const RIGHT_ANGLE: char = '›';
+use crate::context::untrusted::is_invisible;
+pub use crate::context::untrusted::{LEFT_ANGLE, RIGHT_ANGLE};
 
 /// `text` on one line: control characters, line breaks and tabs become a space, runs of
 /// whitespace collapse to one space, invisible and bidirectional-control characters are
@@ -20,7 +18,7 @@ pub fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(4096));
     let mut pending_space = false;
     for c in text.chars() {
-        if is_removed(c) {
+        if is_invisible(c) {
             continue;
         }
         if c.is_control() || c.is_whitespace() {
@@ -49,18 +47,6 @@ pub fn cut(text: &str, max_chars: usize) -> Option<String> {
     let mut out = text[..end].trim_end().to_string();
     out.push(ELLIPSIS);
     Some(out)
-}
-
-/// Characters that change how text reads without being seen.
-fn is_removed(c: char) -> bool {
-    matches!(c,
-        // Zero-width and invisible joiners, the word joiner, the byte-order mark, soft hyphen.
-        '\u{00AD}' | '\u{180E}' | '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}'
-        // Bidirectional controls: marks, embeddings, overrides and isolates.
-        | '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
-        // Unicode tag characters, which can spell hidden ASCII.
-        | '\u{E0000}'..='\u{E007F}'
-    )
 }
 
 #[cfg(test)]

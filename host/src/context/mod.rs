@@ -3,7 +3,9 @@
 
 pub mod compaction;
 pub mod sections;
+pub mod untrusted;
 pub mod window;
 
-pub use sections::{SkillEntry, UNTRUSTED_PREAMBLE, section, untrusted};
+pub use sections::{SkillEntry, section};
+pub use untrusted::{UNTRUSTED_PREAMBLE, neutralise, untrusted};
 pub use window::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};

@@ -8,8 +8,8 @@ use crate::tasks::record::TaskRecord;
 
 use super::sections::{
     SkillEntry, render_participants, render_plan, render_skills_index, render_task, section,
-    untrusted,
 };
+use super::untrusted::{neutralise, untrusted};
 
 /// A rough characters-per-token ratio for the budget estimate. Providers report real counts
 /// after the call; before it, this errs on the side of compacting early.
@@ -82,7 +82,7 @@ impl HistoryItem {
                 text,
                 ..
             } => ChatMessage::User {
-                content: text.clone(),
+                content: neutralise(text),
             },
             HistoryItem::Inbound {
                 trusted: false,
@@ -95,7 +95,7 @@ impl HistoryItem {
                 content: untrusted(source, text),
             },
             HistoryItem::Reply { text, tool_calls } => ChatMessage::Assistant {
-                content: text.clone(),
+                content: neutralise(text),
                 tool_calls: tool_calls.clone(),
             },
             HistoryItem::ToolResult {
@@ -122,19 +122,24 @@ pub struct TurnInput<'a> {
     pub call_index: usize,
 }
 
-/// The per-task sections, in order: each `skill:{name}`, `task`, `plan`, `state_summary`.
+/// The per-task sections, in order: each `skill:{name}`, `task`, `plan`, `state_summary`. Their
+/// bodies hold text from participants, agents (a child's task id) and the model, so each is
+/// cleaned: only the host writes a tag here.
 pub fn render_per_task(input: &TurnInput<'_>) -> String {
     let mut sections: Vec<String> = input
         .skills
         .iter()
-        .map(|(name, body)| section(&format!("skill:{name}"), body))
+        .map(|(name, body)| section(&format!("skill:{name}"), &neutralise(body)))
         .collect();
-    sections.push(section("task", &render_task(input.record)));
+    sections.push(section("task", &neutralise(&render_task(input.record))));
     sections.push(section(
         "plan",
-        &render_plan(input.record.ext.plan.as_ref()),
+        &neutralise(&render_plan(input.record.ext.plan.as_ref())),
     ));
-    sections.push(section("state_summary", input.summary.unwrap_or("(none)")));
+    sections.push(section(
+        "state_summary",
+        &neutralise(input.summary.unwrap_or("(none)")),
+    ));
     sections.join("\n\n")
 }
 
