@@ -5,6 +5,7 @@
 mod delegation_support;
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
@@ -510,4 +511,57 @@ async fn a_parent_that_fails_cancels_its_open_children() {
         row_state(&sub_tasks(t)[0]) == Some(TaskState::Canceled)
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_that_ends_while_the_parent_model_is_answering_is_read_before_the_parent_completes()
+{
+    // The parent's model takes a second to answer after the spawn and answers without a tool
+    // call; the child ends during that second. That answer was written without the child's, so
+    // it is not the task's: the parent's model gets another turn with the note first.
+    let model = FnModel::new(|request: &ModelRequest| {
+        let goal = task_section(request);
+        if goal.contains("goal: Count the invoices of race") {
+            // Done well inside the parent's second call.
+            return Answer::After(Duration::from_millis(100), text("42 invoices"));
+        }
+        if let Some(note) = last_note(request) {
+            return Answer::Reply(text(&format!("With the count: {note}")));
+        }
+        if last_tool_result(request).is_some() {
+            return Answer::After(
+                Duration::from_millis(1_000),
+                text("answered before the count arrived"),
+            );
+        }
+        let race = goal
+            .lines()
+            .find_map(|l| l.strip_prefix("goal: Close the books of race "))
+            .unwrap_or("?")
+            .to_string();
+        Answer::Reply(tool(
+            "spawn_subtask",
+            json!({"name": "Invoice count", "goal": format!("Count the invoices of race {race}."), "agent": null}),
+        ))
+    });
+    let node = Node::start("", model.clone()).await;
+    for race in 1..=3 {
+        let goal = format!("Close the books of race {race}.");
+        let parent = node.send(&goal, false).await;
+        assert_eq!(parent.status.state, TaskState::Completed, "{parent:?}");
+        let answer = answer(&parent);
+        assert!(
+            answer.starts_with("With the count: Sub-task ")
+                && answer.ends_with("is COMPLETED: 42 invoices"),
+            "race {race}: the parent completed with an answer written without the child's: {answer}"
+        );
+        // The early answer is in the history the model read on its last turn, before the note.
+        let last = model.requests_for_goal(&goal).last().cloned().unwrap();
+        let transcript = serde_json::to_string(&last.messages).unwrap();
+        let early = transcript
+            .find("answered before the count arrived")
+            .unwrap();
+        let note = transcript.find("is COMPLETED: 42 invoices").unwrap();
+        assert!(early < note, "race {race}: {transcript}");
+    }
 }

@@ -534,3 +534,83 @@ async fn a_task_does_not_complete_while_a_sub_task_is_open() {
     .await
     .expect("the task completed once its sub-task did");
 }
+
+#[tokio::test]
+async fn an_answer_recorded_with_news_unread_is_not_the_answer_after_a_restart_either() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("harness.db");
+    // First life: the task's first call hangs; the engine stops with it in flight.
+    let first = PlayModel::hanging_after(vec![]);
+    let h1 = harness(
+        Arc::new(Store::open(&path).unwrap()),
+        first.clone(),
+        settings(),
+    )
+    .await;
+    let sub = h1
+        .tasks
+        .send_message(&caller(), user_message("close the books", ""))
+        .await
+        .unwrap();
+    let id = sub.snapshot.id.clone();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while first.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    h1.engine.shutdown().await;
+    // As the journal stands when the call's answer was recorded while a participant's message
+    // landed during the call (and the process died before reading it).
+    let hub = TaskHub::new(h1.store.clone());
+    hub.change(&id, |record, tx| {
+        tx.append_journal(
+            &id,
+            &JournalEntry::ModelCall {
+                reply: reply("written before the message"),
+            },
+        )?;
+        let message = Message {
+            message_id: "late-news".into(),
+            task_id: id.clone(),
+            context_id: record.context_id.clone(),
+            role: Role::User,
+            parts: vec![Part::text("also count March")],
+            ..Message::default()
+        };
+        tx.append_message(&id, &message)?;
+        Ok(())
+    })
+    .unwrap();
+    drop(h1);
+    // Second life: the message is read and the model answers again; only that answer counts.
+    let second = PlayModel::new(vec![reply("unused"), reply("counted March too")]);
+    let h2 = harness(
+        Arc::new(Store::open(&path).unwrap()),
+        second.clone(),
+        settings(),
+    )
+    .await;
+    assert_eq!(h2.engine.resume_open().unwrap(), 1);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let task = h2.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();
+            if task.status.state.is_terminal() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let task = h2.tasks.get_task(&caller(), &id, None).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(task.status.message.unwrap().text(), "counted March too");
+    let requests = second.requests();
+    assert_eq!(requests.len(), 1);
+    let transcript = serde_json::to_string(&requests[0].messages).unwrap();
+    let early = transcript.find("written before the message").unwrap();
+    let news = transcript.find("also count March").unwrap();
+    assert!(early < news, "{transcript}");
+}

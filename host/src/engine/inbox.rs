@@ -11,6 +11,7 @@ use super::journal::{JournalEntry, Replay};
 use super::turn::{Shared, StepError, set_status};
 use crate::a2a::types::{Message, Role, TaskState};
 use crate::agents::SELF_ID;
+use crate::store::{StoreError, Tx};
 use crate::tasks::extension::{
     ENVELOPE_MEDIA_TYPE, Lifecycle, ParticipantKind, TaskExtension, TaskLink,
 };
@@ -123,6 +124,23 @@ pub(super) async fn drain(
         }
     }
     Ok(true)
+}
+
+/// Whether anything the loop would read arrived after `seq`, the last message it drained: a
+/// child's report, a participant's words or a command. Asked in the transaction that would
+/// complete the task, so that news landing while the model was answering is never missed: the
+/// answer is recorded, and the model gets another turn with the news first.
+pub(super) fn has_unread(tx: &Tx<'_>, task_id: &str, seq: i64) -> Result<bool, StoreError> {
+    Ok(tx
+        .messages_after(task_id, seq)?
+        .iter()
+        .any(|(_, message)| is_input(message)))
+}
+
+/// Whether [`drain`] makes a journal entry of the message: a child's report, or a participant's
+/// message with something in it besides a task envelope.
+fn is_input(message: &Message) -> bool {
+    is_child_report(message) || (message.role == Role::User && !message_text(message).is_empty())
 }
 
 /// Whether a message is a stand-in's report of a child.

@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::children::Children;
-use super::inbox::drain;
+use super::inbox::{drain, has_unread};
 use super::journal::{JournalEntry, Replay};
 use super::participant_task::participant_step;
 use super::tools::{Effect, ToolContext, ToolHost};
@@ -168,8 +168,19 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         if has_open_subtasks(&record) {
             return Ok(Step::Park);
         }
-        hub.change(id, |rec, tx| complete(rec, tx, &answer))?;
-        return Ok(Step::Stop);
+        let read_through = replay.last_inbound_seq;
+        let change = hub.change(id, |rec, tx| {
+            if has_unread(tx, id, read_through)? {
+                return Ok(false);
+            }
+            complete(rec, tx, &answer)?;
+            Ok(true)
+        })?;
+        return Ok(match change {
+            // News came after the answer: the next step reads it and the model answers again.
+            Change::Applied(_, false) => Step::Continue,
+            _ => Step::Stop,
+        });
     }
     if replay.turn_calls >= shared.settings.max_turns as usize {
         let reason = format!(
@@ -212,9 +223,16 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     let entry = JournalEntry::ModelCall {
         reply: reply.clone(),
     };
+    // The answer is the task's only if nothing arrived while the model wrote it: a report or a
+    // message that landed during the call was not in the request, so the reply is recorded and
+    // the next step drains the news and asks the model again.
+    let read_through = replay.last_inbound_seq;
     let change = hub.change(id, |rec, tx| {
         tx.append_journal(id, &entry)?;
-        if reply.tool_calls.is_empty() && !has_open_subtasks(rec) {
+        if reply.tool_calls.is_empty()
+            && !has_open_subtasks(rec)
+            && !has_unread(tx, id, read_through)?
+        {
             finish_task(rec, tx, &reply.text, &finish.unwrap_or_default())?;
         }
         Ok(())

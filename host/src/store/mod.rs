@@ -169,18 +169,7 @@ impl Store {
         after_seq: i64,
     ) -> Result<Vec<(i64, Message)>, StoreError> {
         let conn = self.lock();
-        let mut stmt = conn.prepare(
-            "SELECT seq, body FROM messages WHERE task_id = ?1 AND seq > ?2 ORDER BY seq",
-        )?;
-        let rows = stmt.query_map(params![task_id, after_seq], |row| {
-            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, body) = row?;
-            out.push((seq, serde_json::from_str(&body)?));
-        }
-        Ok(out)
+        read_messages_after(&conn, task_id, after_seq)
     }
 
     /// The task's history: the last `limit` messages (all when `None`), oldest first.
@@ -337,6 +326,16 @@ impl Tx<'_> {
         read_creation(&self.tx, owner, message_id)
     }
 
+    /// The task's messages after `after_seq`, as of this transaction: what arrived that a
+    /// reader who has seen up to `after_seq` has not.
+    pub fn messages_after(
+        &self,
+        task_id: &str,
+        after_seq: i64,
+    ) -> Result<Vec<(i64, Message)>, StoreError> {
+        read_messages_after(&self.tx, task_id, after_seq)
+    }
+
     /// Records that the owner's message with this id created the task. Write it in the task's
     /// own transaction, so that the task never exists without it.
     pub fn record_creation(
@@ -408,6 +407,25 @@ fn read_task(conn: &Connection, id: &str) -> Result<Option<TaskRecord>, StoreErr
         Some(text) => Some(serde_json::from_str(&text)?),
         None => None,
     })
+}
+
+fn read_messages_after(
+    conn: &Connection,
+    task_id: &str,
+    after_seq: i64,
+) -> Result<Vec<(i64, Message)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT seq, body FROM messages WHERE task_id = ?1 AND seq > ?2 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map(params![task_id, after_seq], |row| {
+        Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (seq, body) = row?;
+        out.push((seq, serde_json::from_str(&body)?));
+    }
+    Ok(out)
 }
 
 fn read_creation(

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 use super::record::TaskRecord;
-use crate::a2a::types::{StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent};
+use crate::a2a::types::{
+    StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent,
+};
 use crate::store::{Store, StoreError, Tx};
 
 /// Events buffered per task for slow subscribers; one that falls further behind resynchronises
@@ -121,6 +123,37 @@ impl TaskHub {
             }
             Some(Err(record)) => Change::Terminal(record),
             None => Change::Missing,
+        })
+    }
+
+    /// Records where a child of a terminal task ended: sets the state of the task's sub-task row
+    /// `child`, when the row is not terminal yet. This is the one write a terminal task takes,
+    /// so that a canceled or failed parent still says how each child it canceled ended; its
+    /// status, history, artifacts and journal never change, and nothing is announced. Returns
+    /// whether the row changed. On a task still running, use [`TaskHub::change`].
+    pub fn settle_subtask_row(
+        &self,
+        task_id: &str,
+        child: &str,
+        state: TaskState,
+    ) -> Result<bool, StoreError> {
+        self.store.write(|tx| {
+            let Some(mut record) = tx.task(task_id)? else {
+                return Ok(false);
+            };
+            if !record.state().is_terminal() {
+                return Ok(false);
+            }
+            let Some(link) = record.ext.sub_tasks.iter_mut().find(|l| l.task_id == child) else {
+                return Ok(false);
+            };
+            let known = link.state.as_deref().and_then(TaskState::from_wire);
+            if known.is_some_and(TaskState::is_terminal) || known == Some(state) {
+                return Ok(false);
+            }
+            link.state = Some(state.wire_name().to_string());
+            tx.update_task(&record)?;
+            Ok(true)
         })
     }
 

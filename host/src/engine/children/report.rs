@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::a2a::types::{Message, Part, Role, Task, TaskState};
 use crate::store::StoreError;
 use crate::tasks::extension::METADATA_KEY;
-use crate::tasks::hub::TaskHub;
+use crate::tasks::hub::{Change, TaskHub};
 
 /// The longest child answer the parent's model reads whole; a longer one is cut and marked with
 /// `…`, so one verbose child cannot fill the parent's turn budget.
@@ -88,9 +88,10 @@ fn is_participant_task(task: &Task) -> bool {
         == Some("participant")
 }
 
-/// Records the news on the parent in one transaction: the sub-task row's state and, when there
-/// is one and the parent still runs, the note as a report message. A row that is already
-/// terminal is never changed, so a repeated report adds nothing. Returns whether a note was
+/// Records the news on the parent through the hub, in one transaction: the sub-task row's state
+/// and, when there is one, the note as a report message. A row that is already terminal is never
+/// changed, so a repeated report adds nothing. A parent that has ended takes no note; only its
+/// row learns how the child ended ([`TaskHub::settle_subtask_row`]). Returns whether a note was
 /// written (the parent's loop should wake).
 pub fn record(
     hub: &TaskHub,
@@ -99,10 +100,7 @@ pub fn record(
     agent: &str,
     news: &ChildNews,
 ) -> Result<bool, StoreError> {
-    hub.store().write(|tx| {
-        let Some(mut record) = tx.task(parent)? else {
-            return Ok(false);
-        };
+    let change = hub.change(parent, |record, tx| {
         let Some(link) = record.ext.sub_tasks.iter_mut().find(|l| l.task_id == child) else {
             return Ok(false);
         };
@@ -111,28 +109,34 @@ pub fn record(
             return Ok(false);
         }
         link.state = Some(news.state.wire_name().to_string());
-        let running = !record.state().is_terminal();
-        let note = news.note.as_ref().filter(|_| running);
-        if let Some(text) = note {
-            let mut message = Message {
-                message_id: uuid::Uuid::new_v4().to_string(),
-                context_id: record.context_id.clone(),
-                task_id: record.id.clone(),
-                role: Role::Agent,
-                parts: vec![Part::text(text.clone())],
-                ..Message::default()
-            };
-            let mut metadata = serde_json::Map::new();
-            metadata.insert(
-                CHILD_REPORT_KEY.to_string(),
-                json!({ "task_id": child, "agent": agent, "state": news.state.wire_name() }),
-            );
-            message.metadata = Some(metadata);
-            tx.append_message(parent, &message)?;
+        let Some(text) = &news.note else {
+            return Ok(false);
+        };
+        let mut message = Message {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            context_id: record.context_id.clone(),
+            task_id: record.id.clone(),
+            role: Role::Agent,
+            parts: vec![Part::text(text.clone())],
+            ..Message::default()
+        };
+        let mut metadata = serde_json::Map::new();
+        metadata.insert(
+            CHILD_REPORT_KEY.to_string(),
+            json!({ "task_id": child, "agent": agent, "state": news.state.wire_name() }),
+        );
+        message.metadata = Some(metadata);
+        tx.append_message(parent, &message)?;
+        Ok(true)
+    })?;
+    match change {
+        Change::Applied(_, wrote_note) => Ok(wrote_note),
+        Change::Terminal(_) => {
+            hub.settle_subtask_row(parent, child, news.state)?;
+            Ok(false)
         }
-        tx.update_task(&record)?;
-        Ok(note.is_some())
-    })
+        Change::Missing => Ok(false),
+    }
 }
 
 #[cfg(test)]
