@@ -63,8 +63,10 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
     );
     let _ = writeln!(
         out,
-        "sub-tasks:     max depth {}, agent unreachable after {} s",
-        config.limits.max_subtask_depth, config.limits.subtask_unreachable_secs
+        "sub-tasks:     max depth {}, deadline {} s, agent unreachable after {} s",
+        config.limits.max_subtask_depth,
+        config.limits.subtask_deadline_secs,
+        config.limits.subtask_unreachable_secs
     );
     let trusted: Vec<&str> = delegators.configured_ids().collect();
     let _ = writeln!(

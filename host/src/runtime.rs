@@ -243,6 +243,7 @@ fn child_settings(
         participant_id: own_card(&config.card, &config.server.effective_base_url()).name,
         max_depth: config.limits.max_subtask_depth,
         unreachable_after: std::time::Duration::from_secs(config.limits.subtask_unreachable_secs),
+        deadline: std::time::Duration::from_secs(config.limits.subtask_deadline_secs),
     }
 }
 

@@ -471,6 +471,7 @@ impl Model for LinksSubtask {
                     task_id: format!("child-of-{id}"),
                     agent: None,
                     state: Some("TASK_STATE_WORKING".into()),
+                    deadline: None,
                 });
             Ok(())
         })

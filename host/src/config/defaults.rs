@@ -53,6 +53,10 @@ pub(super) fn subtask_unreachable_secs() -> u64 {
     300
 }
 
+pub(super) fn subtask_deadline_secs() -> u64 {
+    3600
+}
+
 pub(super) fn plugin_memory_mb() -> u32 {
     64
 }

@@ -248,6 +248,11 @@ pub struct LimitsConfig {
     /// failed, so that a dead agent does not hold its parent open for ever.
     #[serde(default = "defaults::subtask_unreachable_secs")]
     pub subtask_unreachable_secs: u64,
+    /// Seconds a sub-task may take from its creation before it is canceled on its agent and the
+    /// parent is told it failed, so that an agent that answers WORKING for ever cannot hold its
+    /// parent open.
+    #[serde(default = "defaults::subtask_deadline_secs")]
+    pub subtask_deadline_secs: u64,
 }
 
 impl Default for LimitsConfig {
@@ -256,6 +261,7 @@ impl Default for LimitsConfig {
             max_turns: defaults::max_turns(),
             max_subtask_depth: defaults::max_subtask_depth(),
             subtask_unreachable_secs: defaults::subtask_unreachable_secs(),
+            subtask_deadline_secs: defaults::subtask_deadline_secs(),
         }
     }
 }

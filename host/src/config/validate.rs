@@ -8,6 +8,9 @@ use super::{Config, ConfigError, Provider};
 pub const SELF_AGENT_ID: &str = "self";
 /// The longest agent id: the model types it and reads it in every request's roster.
 pub const MAX_AGENT_ID_CHARS: usize = 64;
+/// The longest `limits.subtask_deadline_secs`: thirty days. A longer wait is no deadline, and the
+/// bound keeps the deadline's arithmetic far from overflow.
+pub const MAX_SUBTASK_DEADLINE_SECS: u64 = 30 * 24 * 3600;
 
 /// `path.field`, unless the path already ends with the field.
 fn join(path: &str, field: &str) -> String {
@@ -158,6 +161,13 @@ fn validate_limits(config: &Config) -> Result<(), ConfigError> {
         return Err(ConfigError::invalid(
             "limits.subtask_unreachable_secs",
             "must be at least 1 second",
+        ));
+    }
+    if limits.subtask_deadline_secs == 0 || limits.subtask_deadline_secs > MAX_SUBTASK_DEADLINE_SECS
+    {
+        return Err(ConfigError::invalid(
+            "limits.subtask_deadline_secs",
+            format!("must be from 1 to {MAX_SUBTASK_DEADLINE_SECS} seconds (30 days)"),
         ));
     }
     Ok(())
@@ -399,6 +409,13 @@ mod tests {
             error_of("[limits]\nsubtask_unreachable_secs = 0\n")
                 .starts_with("limits.subtask_unreachable_secs: must be at least 1")
         );
+        assert_eq!(config.limits.subtask_deadline_secs, 3600);
+        for bad in ["0", "2592001"] {
+            assert_eq!(
+                error_of(&format!("[limits]\nsubtask_deadline_secs = {bad}\n")),
+                "limits.subtask_deadline_secs: must be from 1 to 2592000 seconds (30 days)"
+            );
+        }
     }
 
     #[test]

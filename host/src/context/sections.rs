@@ -190,6 +190,7 @@ mod tests {
                 version: None,
             }),
             state: state.map(str::to_string),
+            deadline: None,
         };
         ext.sub_tasks = vec![
             link("c-1", "ledger", Some("TASK_STATE_COMPLETED")),

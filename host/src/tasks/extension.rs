@@ -93,6 +93,10 @@ pub struct TaskLink {
     /// The child's last known state, as a wire name; absent for parents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// When the child is given up if it has not ended (RFC 3339, UTC): its creation plus
+    /// `limits.subtask_deadline_secs`. Kept with the row so that a restart keeps the deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
 }
 
 /// Where a plan step stands.

@@ -6,6 +6,12 @@ use serde_json::Value;
 
 use super::{ClientError, MAX_RESPONSE_BYTES, STREAM_IDLE_TIMEOUT};
 
+/// The most of an error response's body that is read: enough for any explanation, and a 30 MB
+/// error page costs nothing.
+pub const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// The most characters of an agent's own words an error keeps (see [`peer_text`]).
+pub const MAX_PEER_TEXT_CHARS: usize = 1_000;
+
 /// The bytes of a stream, ending with an error after [`STREAM_IDLE_TIMEOUT`] of silence or at
 /// the first transport error.
 pub(super) fn idle_limited(
@@ -30,15 +36,26 @@ pub(super) fn idle_limited(
     })
 }
 
-/// The body of a 200 response, read up to [`MAX_RESPONSE_BYTES`]; other statuses are errors.
+/// The body of a 200 response, read up to [`MAX_RESPONSE_BYTES`]; other statuses are errors,
+/// whose body is read no further than [`MAX_ERROR_BODY_BYTES`] and kept as [`peer_text`].
 pub(super) async fn read_ok_body(
     url: &str,
     mut response: reqwest::Response,
 ) -> Result<Vec<u8>, ClientError> {
     let status = response.status();
+    let limit = if status.is_success() {
+        MAX_RESPONSE_BYTES
+    } else {
+        MAX_ERROR_BODY_BYTES
+    };
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(transport(url))? {
-        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+        if body.len() + chunk.len() > limit {
+            if !status.is_success() {
+                // Enough to say what went wrong; the rest is never read.
+                body.extend_from_slice(&chunk[..limit - body.len()]);
+                break;
+            }
             return Err(invalid(
                 url,
                 format!("response larger than {MAX_RESPONSE_BYTES} bytes"),
@@ -47,14 +64,20 @@ pub(super) async fn read_ok_body(
         body.extend_from_slice(&chunk);
     }
     if !status.is_success() {
-        let text = String::from_utf8_lossy(&body).trim().to_string();
         return Err(ClientError::Status {
             url: url.to_string(),
             status: status.as_u16(),
-            body: text,
+            body: peer_text(String::from_utf8_lossy(&body).trim()),
         });
     }
     Ok(body)
+}
+
+/// Text an agent wrote that is kept in an error (a body, a JSON-RPC error's message, what a
+/// parser quotes of an answer): on one line, control characters escaped, cut at
+/// [`MAX_PEER_TEXT_CHARS`], so that it can be logged and shown as it is.
+pub(super) fn peer_text(text: &str) -> String {
+    crate::log_field::escape_capped(text, MAX_PEER_TEXT_CHARS)
 }
 
 /// The `result` of a JSON-RPC response, or its `error` as [`ClientError::Rpc`].
@@ -68,7 +91,7 @@ pub(super) fn result_of(url: &str, body: &[u8]) -> Result<Value, ClientError> {
         return Err(match (code, message) {
             (Some(code), Some(message)) => ClientError::Rpc {
                 code,
-                message: message.to_string(),
+                message: peer_text(message),
                 data: error.get("data").cloned(),
             },
             _ => invalid(url, format!("malformed JSON-RPC error: {error}")),
@@ -93,6 +116,6 @@ pub(super) fn transport(url: &str) -> impl FnOnce(reqwest::Error) -> ClientError
 pub(crate) fn invalid(url: &str, message: impl Into<String>) -> ClientError {
     ClientError::InvalidResponse {
         url: url.to_string(),
-        message: message.into(),
+        message: peer_text(&message.into()),
     }
 }

@@ -5,6 +5,7 @@
 //! reads the card and chooses; [`A2aClient::with_dialect`] chooses without asking. Either way
 //! the caller works with the 1.0 types.
 
+mod events;
 mod http;
 pub mod legacy;
 
@@ -14,7 +15,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::Serialize;
@@ -351,21 +351,13 @@ impl A2aClient {
             ));
         }
         let bytes = idle_limited(url.clone(), response.bytes_stream());
-        let events = bytes.eventsource().filter_map(move |event| {
-            let url = url.clone();
-            async move {
-                match event {
-                    Ok(event) if event.data.trim().is_empty() => None,
-                    Ok(event) => Some(result_of(&url, event.data.as_bytes()).and_then(|value| {
-                        match dialect {
-                            Dialect::V1_0 => serde_json::from_value(value)
-                                .map_err(|err| invalid(&url, format!("stream event: {err}"))),
-                            Dialect::V0_3 => legacy::event(&url, value),
-                        }
-                    })),
-                    Err(EventStreamError::Transport(err)) => Some(Err(err)),
-                    Err(err) => Some(Err(invalid(&url, format!("event stream: {err}")))),
-                }
+        let events = events::event_data(url.clone(), bytes).map(move |data| {
+            let data = data?;
+            let value = result_of(&url, data.as_bytes())?;
+            match dialect {
+                Dialect::V1_0 => serde_json::from_value(value)
+                    .map_err(|err| invalid(&url, format!("stream event: {err}"))),
+                Dialect::V0_3 => legacy::event(&url, value),
             }
         });
         Ok(Box::pin(events))

@@ -1,8 +1,10 @@
 //! The stand-in follower of one child: it catches up with `GetTask`, then follows
-//! `SubscribeToTask`, falling back to polling with backoff when the stream is refused or ends,
-//! and tells the parent of every change. An agent that stays unreachable for
-//! `limits.subtask_unreachable_secs` ends the child FAILED for the parent, with the reason, so a
-//! parent never waits forever.
+//! `SubscribeToTask`, falling back to polling with backoff when the stream is refused or ends
+//! (and for good once a stream breaks the client's caps), and tells the parent of every change.
+//! A parent never waits forever: an agent that stays unreachable for
+//! `limits.subtask_unreachable_secs`, or a child still open at its deadline
+//! (`limits.subtask_deadline_secs` from its creation, canceled then with `CancelTask`), ends the
+//! child FAILED for the parent, with the reason.
 
 use std::time::{Duration, Instant};
 
@@ -21,12 +23,14 @@ const FIRST_POLL_INTERVAL: Duration = Duration::from_millis(200);
 /// be streamed.
 const MAX_POLL_INTERVAL: Duration = Duration::from_secs(5);
 
-/// Follows the child until it ends (or `stop`), reporting each change to the parent.
+/// Follows the child until it ends, its deadline (`remaining` from now) or `stop`, reporting
+/// each change to the parent.
 pub(super) async fn run(
     children: &Children,
     parent: &str,
     child: &str,
     agent: &str,
+    remaining: Duration,
     stop: CancellationToken,
 ) {
     let client = match children.client(agent) {
@@ -48,11 +52,40 @@ pub(super) async fn run(
         agent,
         last_answer: Instant::now(),
         last_state: None,
+        streams: true,
     };
-    tokio::select! {
-        _ = stop.cancelled() => {}
-        _ = follower.follow() => {}
+    let ended = tokio::select! {
+        _ = stop.cancelled() => true,
+        _ = follower.follow() => true,
+        _ = tokio::time::sleep(remaining) => false,
+    };
+    if !ended {
+        past_deadline(children, &client, parent, child, agent).await;
     }
+}
+
+/// The child is still open at its deadline: it is canceled on its agent and ends FAILED for the
+/// parent, unless the agent says it had ended by then (then the parent hears how, as usual).
+async fn past_deadline(
+    children: &Children,
+    client: &A2aClient,
+    parent: &str,
+    child: &str,
+    agent: &str,
+) {
+    let limit = children.settings.deadline.as_secs();
+    tracing::warn!(%parent, %child, %agent, limit, "sub-task past its deadline; canceling it");
+    if let Ok(Ok(task)) = super::cancel_on_agent(client, child).await {
+        let state = task.status.state;
+        if state.is_terminal() && state != TaskState::Canceled {
+            children.report(parent, child, agent, &news_of(&task, agent));
+            return;
+        }
+    }
+    let reason = format!(
+        "it did not finish within limits.subtask_deadline_secs ({limit} s), so it was canceled"
+    );
+    fail(children, parent, child, agent, &reason);
 }
 
 struct Follower<'a> {
@@ -64,6 +97,9 @@ struct Follower<'a> {
     /// When the agent last answered anything.
     last_answer: Instant,
     last_state: Option<TaskState>,
+    /// Whether to subscribe: false once a stream broke the client's caps or sent what is not
+    /// an event, after which the child is only polled.
+    streams: bool,
 }
 
 impl Follower<'_> {
@@ -90,11 +126,25 @@ impl Follower<'_> {
                     continue;
                 }
             }
+            if !self.streams {
+                tokio::time::sleep(interval).await;
+                interval = (interval * 2).min(MAX_POLL_INTERVAL);
+                continue;
+            }
             match self.client.subscribe(self.child).await {
                 Ok(mut events) => {
                     let mut changed = false;
                     while let Some(event) = events.next().await {
-                        let Ok(event) = event else { break };
+                        let event = match event {
+                            Ok(event) => event,
+                            Err(err) => {
+                                if matches!(err, ClientError::InvalidResponse { .. }) {
+                                    tracing::warn!(parent = %self.parent, child = %self.child, agent = %self.agent, "the sub-task's event stream is not usable; polling it instead: {err}");
+                                    self.streams = false;
+                                }
+                                break;
+                            }
+                        };
                         self.last_answer = Instant::now();
                         let state = match &event {
                             StreamResponse::Task(task) => Some(task.status.state),

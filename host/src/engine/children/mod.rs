@@ -4,6 +4,7 @@
 //! There is no in-process shortcut: `self` is reached over HTTP at its own base URL.
 
 pub mod brief;
+mod deadline;
 mod follower;
 pub mod report;
 
@@ -20,7 +21,7 @@ use super::Engine;
 use super::tools::ToolError;
 use crate::a2a::client::{A2aClient, ClientError};
 use crate::a2a::types::{
-    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, TaskState,
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
 };
 use crate::agents::{Registry, SELF_ID};
 use crate::store::{Store, StoreError};
@@ -49,6 +50,9 @@ pub struct ChildSettings {
     /// `[limits] subtask_unreachable_secs`: how long a child's agent may stay unreachable
     /// before the child ends FAILED for the parent.
     pub unreachable_after: Duration,
+    /// `[limits] subtask_deadline_secs`: how long a child may take from its creation before it
+    /// is canceled on its agent and ends FAILED for the parent.
+    pub deadline: Duration,
 }
 
 /// Where a new child is to run and what it is asked.
@@ -169,6 +173,7 @@ impl Children {
                     // Not yet heard: the follower's first look records the state, and
                     // reports a child that ended (or asks) at once like any other.
                     state: None,
+                    deadline: Some(deadline::from_now(self.settings.deadline)),
                 })
             }
             SendMessageResponse::Message(message) => Err(ToolError::new(
@@ -203,8 +208,11 @@ impl Children {
         let children = self.clone();
         let parent = parent.to_string();
         let child = link.task_id.clone();
+        // A row written before deadlines were kept gets its deadline from now.
+        let remaining =
+            deadline::remaining(link.deadline.as_deref()).unwrap_or(self.settings.deadline);
         self.tracker.spawn(async move {
-            follower::run(&children, &parent, &child, &agent, stop).await;
+            follower::run(&children, &parent, &child, &agent, remaining, stop).await;
             lock(&children.followers).remove(&child);
         });
     }
@@ -263,18 +271,7 @@ impl Children {
                 return;
             }
         };
-        let outcome = tokio::time::timeout(CANCEL_TIMEOUT, async {
-            match client.cancel_task(child).await {
-                Ok(task) => Ok(task),
-                // Already finished: record how it ended.
-                Err(err) if err.rpc_code() == Some(crate::a2a::jsonrpc::TASK_NOT_CANCELABLE) => {
-                    client.get_task(child, Some(0)).await
-                }
-                Err(err) => Err(err),
-            }
-        })
-        .await;
-        match outcome {
+        match cancel_on_agent(&client, child).await {
             Ok(Ok(task)) => {
                 tracing::info!(%parent, %child, %agent, state = task.status.state.short_name(), "sub-task canceled with its parent");
                 let news = ChildNews {
@@ -365,6 +362,25 @@ impl ChildSettings {
             self.participant_id.clone()
         }
     }
+}
+
+/// Cancels the child on its agent with `CancelTask`, waiting at most [`CANCEL_TIMEOUT`]: the task
+/// as its agent then reports it (a child that had already ended, as it ended).
+async fn cancel_on_agent(
+    client: &A2aClient,
+    child: &str,
+) -> Result<Result<Task, ClientError>, tokio::time::error::Elapsed> {
+    tokio::time::timeout(CANCEL_TIMEOUT, async {
+        match client.cancel_task(child).await {
+            Ok(task) => Ok(task),
+            // Already finished: read how it ended.
+            Err(err) if err.rpc_code() == Some(crate::a2a::jsonrpc::TASK_NOT_CANCELABLE) => {
+                client.get_task(child, Some(0)).await
+            }
+            Err(err) => Err(err),
+        }
+    })
+    .await
 }
 
 /// A sub-task row whose child has ended.
