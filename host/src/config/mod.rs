@@ -91,6 +91,19 @@ pub struct ServerConfig {
     /// reasoning effort, parent tasks), each known by the bearer token it presents.
     #[serde(default)]
     pub trusted_delegators: Vec<TrustedDelegatorConfig>,
+    /// Seconds a request head may take to arrive whole (the first from when the connection
+    /// opens, later ones from their first byte) before the connection is closed.
+    #[serde(default = "defaults::header_read_timeout_secs")]
+    pub header_read_timeout_secs: u64,
+    /// Seconds a request body may take to arrive whole, from its head, before HTTP 408.
+    #[serde(default = "defaults::body_read_timeout_secs")]
+    pub body_read_timeout_secs: u64,
+    /// Seconds a connection may stay open with no request in flight before it is closed.
+    #[serde(default = "defaults::idle_timeout_secs")]
+    pub idle_timeout_secs: u64,
+    /// Connections open at once; past it, new ones wait unaccepted until one closes.
+    #[serde(default = "defaults::max_connections")]
+    pub max_connections: usize,
 }
 
 /// `[[server.trusted_delegators]]`: a caller that presents `Authorization: Bearer <token>`. The
@@ -112,6 +125,10 @@ impl Default for ServerConfig {
             max_request_bytes: defaults::max_request_bytes(),
             rate_limit_per_minute: defaults::rate_limit_per_minute(),
             trusted_delegators: Vec::new(),
+            header_read_timeout_secs: defaults::header_read_timeout_secs(),
+            body_read_timeout_secs: defaults::body_read_timeout_secs(),
+            idle_timeout_secs: defaults::idle_timeout_secs(),
+            max_connections: defaults::max_connections(),
         }
     }
 }
