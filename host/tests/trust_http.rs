@@ -447,12 +447,18 @@ async fn a_blocking_send_whose_sender_is_named_in_the_metadata_returns_the_task_
         .await;
     assert!(response.get("error").is_none(), "{response}");
     let task = &response["result"]["task"];
-    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{response}");
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_COMPLETED",
+        "{response}"
+    );
     let id = task["id"].as_str().unwrap();
     let alice = server.get_task(As::Participant("alice"), id).await.unwrap();
     assert_eq!(alice["id"], id);
     let anonymous = server.get_task(As::Anonymous, id).await.unwrap_err();
-    assert_eq!(anonymous["code"], -32001, "the task is alice's, not the header's");
+    assert_eq!(
+        anonymous["code"], -32001,
+        "the task is alice's, not the header's"
+    );
     server.stop().await;
 }
 

@@ -63,10 +63,14 @@ impl Activity {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // Plain counters and instants: a value left by a panic is still a value.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Bytes arrived. With no request in flight they are the start of the next request's head.
+    /// Bytes that arrive while one is in flight (a pipelined request) start no head: that
+    /// request is under the idle timeout instead, and hyper reads it as soon as it may.
     fn bytes_read(&self) {
         let mut state = self.lock();
         if state.in_flight == 0 && state.head_started.is_none() {
@@ -88,7 +92,11 @@ impl Activity {
     }
 
     /// When the connection should be closed if nothing changes, and why.
-    pub(crate) fn deadline(&self, header_timeout: Duration, idle_timeout: Duration) -> (Instant, Stall) {
+    pub(crate) fn deadline(
+        &self,
+        header_timeout: Duration,
+        idle_timeout: Duration,
+    ) -> (Instant, Stall) {
         let state = self.lock();
         if state.in_flight > 0 {
             (Instant::now() + NO_DEADLINE, Stall::None)

@@ -167,7 +167,8 @@ impl Connection {
         let limits = self.limits;
         let mut closing = false;
         loop {
-            let (deadline, stall) = activity.deadline(limits.header_read_timeout, limits.idle_timeout);
+            let (deadline, stall) =
+                activity.deadline(limits.header_read_timeout, limits.idle_timeout);
             tokio::select! {
                 biased;
                 result = connection.as_mut() => {

@@ -147,7 +147,9 @@ impl Default for Refusals {
 impl Refusals {
     fn lock(&self) -> MutexGuard<'_, Tally> {
         // A tally is plain counters: one left half-updated by a panic is still worth reading.
-        self.tally.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.tally
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn record(&self, key: RateKey) {
@@ -174,7 +176,10 @@ impl Refusals {
         }
         let busiest = by_key
             .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.to_string().cmp(&a.0.to_string())))
+            .max_by(|a, b| {
+                a.1.cmp(b.1)
+                    .then_with(|| b.0.to_string().cmp(&a.0.to_string()))
+            })
             .map(|(key, count)| (key.clone(), *count));
         Some(RefusalReport {
             refused,
@@ -266,7 +271,10 @@ mod tests {
         let own = bearer(delegators.self_secret());
         assert_eq!(key_of(&own, LOOPBACK, &delegators), None);
         let mut claimed = HeaderMap::new();
-        claimed.insert(headers::PARTICIPANT_HEADER, HeaderValue::from_static("self"));
+        claimed.insert(
+            headers::PARTICIPANT_HEADER,
+            HeaderValue::from_static("self"),
+        );
         assert_eq!(
             key_of(&claimed, LOOPBACK, &delegators),
             Some(RateKey::Peer(LOOPBACK)),

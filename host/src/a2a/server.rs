@@ -20,8 +20,8 @@ use tower_http::trace::TraceLayer;
 
 use crate::a2a::card::CARD_PATH;
 use crate::a2a::jsonrpc::{self, RequestId, RpcError};
-use crate::a2a::types::AgentCard;
 use crate::a2a::rate_limit::{self, RateLimit};
+use crate::a2a::types::AgentCard;
 use crate::a2a::{dispatch, rest};
 use crate::tasks::{Delegators, TaskService};
 

@@ -84,7 +84,9 @@ pub struct ServerConfig {
     /// Larger request bodies get HTTP 413.
     #[serde(default = "defaults::max_request_bytes")]
     pub max_request_bytes: usize,
-    /// Requests per minute one peer address may make before getting HTTP 429; 0 turns it off.
+    /// Requests per minute one caller may make before getting HTTP 429 (a trusted delegator is
+    /// one caller by its id, anyone else by peer address; this harness itself is never
+    /// limited); 0 turns it off.
     #[serde(default = "defaults::rate_limit_per_minute")]
     pub rate_limit_per_minute: u32,
     /// Callers that may shape the brief of a task they create (participants, lifecycle, model,
