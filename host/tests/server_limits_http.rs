@@ -427,3 +427,44 @@ async fn past_the_connection_cap_a_new_connection_waits_until_one_closes() {
     drop(third);
     harness.stop().await;
 }
+
+#[tokio::test]
+async fn shutdown_closes_idle_connections_at_once_and_cuts_open_streams_after_the_grace() {
+    let mut harness = Harness::start("", FnModel::new(|_| Answer::Hang)).await;
+    let client = A2aClient::new(harness.url.clone()).unwrap();
+    let task = send_text(&client, "", "Wait for me.", true).await;
+    let mut events = client.subscribe(&task.id).await.unwrap();
+    let first = tokio::time::timeout(HANG_GUARD, events.next())
+        .await
+        .unwrap();
+    assert!(
+        matches!(first, Some(Ok(StreamResponse::Task(_)))),
+        "{first:?}"
+    );
+    let mut idle = connection_sending(harness.addr, &get_card(harness.addr)).await;
+    assert!(read_response(&mut idle).await.starts_with("HTTP/1.1 200"));
+
+    let _ = harness.stop.take().unwrap().send(());
+    assert_eq!(
+        read_until_closed(&mut idle).await,
+        "",
+        "idle: closed at once"
+    );
+    assert!(
+        !harness.done.is_finished(),
+        "the open stream holds the server in its grace period"
+    );
+    tokio::time::timeout(Duration::from_secs(30), &mut harness.done)
+        .await
+        .expect("serving ends after the grace period")
+        .unwrap();
+    let cut = tokio::time::timeout(HANG_GUARD, async {
+        while let Some(event) = events.next().await {
+            if event.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(cut.is_ok(), "the stream ended with the server");
+}
