@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::a2a::server::{ServerState, router, serve};
+use crate::a2a::server::{ConnectionLimits, ServerState, router, serve};
 use crate::a2a::types::AgentCard;
 use crate::agents::{Registry, Roster, RosterEntry, build_roster, own_card, render_agents};
 use crate::config::{Config, ConfigError};
@@ -200,7 +200,8 @@ impl Runtime {
             env!("CARGO_PKG_VERSION"),
             self.model.describe()
         );
-        let result = serve(listener, router(state), shutdown).await;
+        let limits = ConnectionLimits::from_config(&self.config.server);
+        let result = serve(listener, router(state), limits, shutdown).await;
         self.engine.shutdown().await;
         self.children.shutdown().await;
         tracing::info!("stopped");

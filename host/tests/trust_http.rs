@@ -26,6 +26,8 @@ const ANSWER: &str = "[[reply]]\ntext = \"ok\"\n";
 /// Who a request is sent as.
 #[derive(Clone, Copy)]
 enum As<'a> {
+    /// The anonymous caller: no identity header.
+    Anonymous,
     /// An untrusted participant, named by `X-Participant-Id`.
     Participant(&'a str),
     /// `Authorization: Bearer {token}`.
@@ -91,6 +93,7 @@ impl Server {
             .http
             .request(method, format!("{}{path}", self.base_url));
         match who {
+            As::Anonymous => request,
             As::Participant(id) => request.header("X-Participant-Id", id),
             As::Bearer(token) => request.bearer_auth(token),
         }
@@ -424,5 +427,82 @@ async fn a_resent_message_id_makes_one_task_per_owner() {
     );
     assert_eq!(server.task_count(bob).await, 1);
     assert_eq!(server.task_count(alice).await, 2);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_blocking_send_whose_sender_is_named_in_the_metadata_returns_the_task_it_created() {
+    let server = Server::start(ANSWER).await;
+    let mut request = message("", Part::text("Count the invoices"), false);
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("participant_id".into(), "alice".into());
+    request.message.metadata = Some(metadata);
+    // No X-Participant-Id: the headers name the anonymous caller, the message names alice.
+    let response = server
+        .rpc(
+            As::Anonymous,
+            "SendMessage",
+            serde_json::to_value(&request).unwrap(),
+        )
+        .await;
+    assert!(response.get("error").is_none(), "{response}");
+    let task = &response["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_COMPLETED",
+        "{response}"
+    );
+    let id = task["id"].as_str().unwrap();
+    let alice = server.get_task(As::Participant("alice"), id).await.unwrap();
+    assert_eq!(alice["id"], id);
+    let anonymous = server.get_task(As::Anonymous, id).await.unwrap_err();
+    assert_eq!(
+        anonymous["code"], -32001,
+        "the task is alice's, not the header's"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_participant_an_admin_removes_no_longer_sees_the_task_listed_or_by_id() {
+    let server = Server::start(
+        "[[reply]]\n[[reply.tool_calls]]\nname = \"ask_participant\"\narguments = { participant_id = \"ledger\", question = \"Which month?\" }\n",
+    )
+    .await;
+    let ledger = As::Bearer(TOKEN);
+    let (alice, bob) = (As::Participant("alice"), As::Participant("bob"));
+    let task = server
+        .send(
+            ledger,
+            envelope(
+                "",
+                json!({"name": "n", "goal": "g", "participants": [
+                    {"id": "alice", "kind": "human", "role": "assignee"},
+                    {"id": "bob", "kind": "human", "role": "watcher"}]}),
+            ),
+        )
+        .await
+        .unwrap();
+    let id = task["id"].as_str().unwrap();
+    wait_for(&server, ledger, id, "TASK_STATE_INPUT_REQUIRED").await;
+    assert_eq!(server.task_count(bob).await, 1);
+    assert_eq!(server.get_task(bob, id).await.unwrap()["id"], id);
+
+    server
+        .send(
+            ledger,
+            envelope(
+                id,
+                json!({"participants": [
+                    {"id": DELEGATOR, "kind": "agent", "role": "admin"},
+                    {"id": "alice", "kind": "human", "role": "assignee"}]}),
+            ),
+        )
+        .await
+        .expect("the creator is an admin and may change participants");
+    assert_eq!(server.task_count(bob).await, 0, "bob is no longer listed");
+    let refused = server.get_task(bob, id).await.unwrap_err();
+    assert_eq!(refused["code"], -32001);
+    assert_eq!(server.task_count(alice).await, 1, "alice stays");
+    assert_eq!(server.get_task(alice, id).await.unwrap()["id"], id);
     server.stop().await;
 }

@@ -67,6 +67,7 @@ pub(crate) async fn rpc(
         Ok(Reply::Result(value)) => json(jsonrpc::Response::success(id, value)),
         Ok(Reply::Stream(streaming)) => {
             let Streaming {
+                caller,
                 subscription,
                 history_length,
                 end,

@@ -18,6 +18,7 @@ use crate::a2a::types::{
     Message, SendMessageRequest, SendMessageResponse, SubscribeToTaskRequest, Task, TaskState,
 };
 use crate::a2a::validate;
+use crate::tasks::handler::sender_of;
 use crate::tasks::{Caller, Subscription};
 
 /// How long a blocking `SendMessage` waits for its task to settle before answering with the task
@@ -25,16 +26,20 @@ use crate::tasks::{Caller, Subscription};
 /// hours helps nobody.
 pub const BLOCKING_SEND_MAX_WAIT: Duration = Duration::from_secs(10 * 60);
 
-/// A stream to send: the subscription, how much history each task snapshot carries, and when
-/// the stream ends.
+/// A stream to send: who it follows the task as, the subscription, how much history each task
+/// snapshot carries, and when the stream ends.
 pub(crate) struct Streaming {
+    /// The caller the stream reads the task as when it resynchronises: for a message, its
+    /// sender, who may see the task it created.
+    pub caller: Caller,
     pub subscription: Subscription,
     pub history_length: Option<i32>,
     pub end: StreamEnd,
 }
 
 /// `SendMessage`: creates or continues a task, then (unless `returnImmediately`) waits for it to
-/// settle. A task whose final message is a direct reply is answered with that message.
+/// settle. A task whose final message is a direct reply is answered with that message. The task
+/// is read back as the message's sender, who may see it whoever the headers named.
 pub(crate) async fn send_message(
     app: &App,
     caller: &Caller,
@@ -42,13 +47,14 @@ pub(crate) async fn send_message(
 ) -> Result<SendMessageResponse, RpcError> {
     check_send(app, &request)?;
     let config = request.configuration.clone().unwrap_or_default();
+    let sender = sender_of(caller, &request.message)?;
     let subscription = app.state.service.send_message(caller, request).await?;
     if config.return_immediately {
         let mut task = subscription.snapshot;
         validate::trim_history(&mut task, config.history_length);
         return Ok(SendMessageResponse::Task(task));
     }
-    let task = wait_until_settled(app, caller, subscription, config.history_length).await?;
+    let task = wait_until_settled(app, &sender, subscription, config.history_length).await?;
     Ok(match direct_reply(&task) {
         Some(message) => SendMessageResponse::Message(message),
         None => SendMessageResponse::Task(task),
@@ -67,8 +73,10 @@ pub(crate) async fn send_streaming_message(
         .configuration
         .as_ref()
         .and_then(|c| c.history_length);
+    let sender = sender_of(caller, &request.message)?;
     let subscription = app.state.service.send_message(caller, request).await?;
     Ok(Streaming {
+        caller: sender,
         subscription,
         history_length,
         end: StreamEnd::Settled,
@@ -85,6 +93,7 @@ pub(crate) async fn subscribe(
     validate::task_id("id", &request.id)?;
     let subscription = app.state.service.subscribe(caller, &request.id).await?;
     Ok(Streaming {
+        caller: caller.clone(),
         subscription,
         history_length: None,
         end: StreamEnd::Terminal,

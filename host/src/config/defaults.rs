@@ -17,6 +17,24 @@ pub(super) fn rate_limit_per_minute() -> u32 {
     600
 }
 
+pub(super) fn header_read_timeout_secs() -> u64 {
+    10
+}
+
+pub(super) fn body_read_timeout_secs() -> u64 {
+    30
+}
+
+pub(super) fn idle_timeout_secs() -> u64 {
+    60
+}
+
+/// Half the usual default limit of 1,024 open files per process, so the harness's own files and
+/// outgoing connections (the model, other agents) still fit when every connection is taken.
+pub(super) fn max_connections() -> usize {
+    512
+}
+
 pub(super) fn model_timeout() -> u64 {
     120
 }

@@ -84,13 +84,28 @@ pub struct ServerConfig {
     /// Larger request bodies get HTTP 413.
     #[serde(default = "defaults::max_request_bytes")]
     pub max_request_bytes: usize,
-    /// Requests per minute one peer address may make before getting HTTP 429; 0 turns it off.
+    /// Requests per minute one caller may make before getting HTTP 429 (a trusted delegator is
+    /// one caller by its id, anyone else by peer address; this harness itself is never
+    /// limited); 0 turns it off.
     #[serde(default = "defaults::rate_limit_per_minute")]
     pub rate_limit_per_minute: u32,
     /// Callers that may shape the brief of a task they create (participants, lifecycle, model,
     /// reasoning effort, parent tasks), each known by the bearer token it presents.
     #[serde(default)]
     pub trusted_delegators: Vec<TrustedDelegatorConfig>,
+    /// Seconds a request head may take to arrive whole (the first from when the connection
+    /// opens, later ones from their first byte) before the connection is closed.
+    #[serde(default = "defaults::header_read_timeout_secs")]
+    pub header_read_timeout_secs: u64,
+    /// Seconds a request body may take to arrive whole, from its head, before HTTP 408.
+    #[serde(default = "defaults::body_read_timeout_secs")]
+    pub body_read_timeout_secs: u64,
+    /// Seconds a connection may stay open with no request in flight before it is closed.
+    #[serde(default = "defaults::idle_timeout_secs")]
+    pub idle_timeout_secs: u64,
+    /// Connections open at once; past it, new ones wait unaccepted until one closes.
+    #[serde(default = "defaults::max_connections")]
+    pub max_connections: usize,
 }
 
 /// `[[server.trusted_delegators]]`: a caller that presents `Authorization: Bearer <token>`. The
@@ -112,6 +127,10 @@ impl Default for ServerConfig {
             max_request_bytes: defaults::max_request_bytes(),
             rate_limit_per_minute: defaults::rate_limit_per_minute(),
             trusted_delegators: Vec::new(),
+            header_read_timeout_secs: defaults::header_read_timeout_secs(),
+            body_read_timeout_secs: defaults::body_read_timeout_secs(),
+            idle_timeout_secs: defaults::idle_timeout_secs(),
+            max_connections: defaults::max_connections(),
         }
     }
 }

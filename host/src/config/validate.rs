@@ -11,6 +11,15 @@ pub const MAX_AGENT_ID_CHARS: usize = 64;
 /// The longest `limits.subtask_deadline_secs`: thirty days. A longer wait is no deadline, and the
 /// bound keeps the deadline's arithmetic far from overflow.
 pub const MAX_SUBTASK_DEADLINE_SECS: u64 = 30 * 24 * 3600;
+/// The longest `server.header_read_timeout_secs`: a request head is a few kilobytes, and an
+/// honest client sends it in well under a minute even on a poor link.
+pub const MAX_HEADER_READ_TIMEOUT_SECS: u64 = 300;
+/// The longest `server.body_read_timeout_secs` and `server.idle_timeout_secs`: an hour, past
+/// which a stalled or idle client holds a connection for nobody's benefit.
+pub const MAX_CONNECTION_TIMEOUT_SECS: u64 = 3_600;
+/// The largest `server.max_connections`: more than one process can usually keep open; a cap
+/// above it would never be reached before the open-file limit.
+pub const MAX_CONNECTIONS: usize = 65_536;
 
 /// `path.field`, unless the path already ends with the field.
 fn join(path: &str, field: &str) -> String {
@@ -77,6 +86,48 @@ fn validate_server(config: &Config) -> Result<(), ConfigError> {
         return Err(ConfigError::invalid(
             "server.max_request_bytes",
             "must be greater than 0",
+        ));
+    }
+    validate_connection_limits(server)
+}
+
+/// Each connection limit is on: 0 would let one stalled or idle client hold a connection for
+/// ever (or, for the cap, serve nobody).
+fn validate_connection_limits(server: &super::ServerConfig) -> Result<(), ConfigError> {
+    let timeouts = [
+        (
+            "server.header_read_timeout_secs",
+            server.header_read_timeout_secs,
+            MAX_HEADER_READ_TIMEOUT_SECS,
+        ),
+        (
+            "server.body_read_timeout_secs",
+            server.body_read_timeout_secs,
+            MAX_CONNECTION_TIMEOUT_SECS,
+        ),
+        (
+            "server.idle_timeout_secs",
+            server.idle_timeout_secs,
+            MAX_CONNECTION_TIMEOUT_SECS,
+        ),
+    ];
+    for (setting, value, max) in timeouts {
+        if !(1..=max).contains(&value) {
+            return Err(ConfigError::invalid(
+                setting,
+                format!(
+                    "{value} is out of range; use 1 to {max} seconds (a connection timeout cannot be turned off)"
+                ),
+            ));
+        }
+    }
+    if !(1..=MAX_CONNECTIONS).contains(&server.max_connections) {
+        return Err(ConfigError::invalid(
+            "server.max_connections",
+            format!(
+                "{} is out of range; use 1 to {MAX_CONNECTIONS}, below the process's open-file limit (`ulimit -n`)",
+                server.max_connections
+            ),
         ));
     }
     Ok(())
@@ -416,6 +467,53 @@ mod tests {
                 "limits.subtask_deadline_secs: must be from 1 to 2592000 seconds (30 days)"
             );
         }
+    }
+
+    #[test]
+    fn connection_limits_are_parsed_and_default_when_absent() {
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.server.header_read_timeout_secs, 10);
+        assert_eq!(config.server.body_read_timeout_secs, 30);
+        assert_eq!(config.server.idle_timeout_secs, 60);
+        assert_eq!(config.server.max_connections, 512);
+        let set = "[server]\nheader_read_timeout_secs = 2\nbody_read_timeout_secs = 3\nidle_timeout_secs = 4\nmax_connections = 5\n";
+        let server = Config::parse(set, Path::new("config.toml")).unwrap().server;
+        assert_eq!(
+            (
+                server.header_read_timeout_secs,
+                server.body_read_timeout_secs,
+                server.idle_timeout_secs,
+                server.max_connections
+            ),
+            (2, 3, 4, 5)
+        );
+    }
+
+    #[test]
+    fn a_connection_limit_of_zero_or_past_its_bound_is_refused_naming_the_setting() {
+        assert_eq!(
+            error_of("[server]\nheader_read_timeout_secs = 0\n"),
+            "server.header_read_timeout_secs: 0 is out of range; use 1 to 300 seconds (a connection timeout cannot be turned off)"
+        );
+        assert!(
+            error_of("[server]\nheader_read_timeout_secs = 301\n")
+                .starts_with("server.header_read_timeout_secs: 301 is out of range")
+        );
+        assert!(
+            error_of("[server]\nbody_read_timeout_secs = 0\n")
+                .starts_with("server.body_read_timeout_secs: 0 is out of range; use 1 to 3600")
+        );
+        assert!(
+            error_of("[server]\nidle_timeout_secs = 3601\n")
+                .starts_with("server.idle_timeout_secs: 3601 is out of range")
+        );
+        assert_eq!(
+            error_of("[server]\nmax_connections = 0\n"),
+            "server.max_connections: 0 is out of range; use 1 to 65536, below the process's open-file limit (`ulimit -n`)"
+        );
+        assert!(
+            error_of("[server]\nmax_connections = -1\n").starts_with("server.max_connections:")
+        );
     }
 
     #[test]

@@ -383,7 +383,14 @@ impl Tx<'_> {
         Ok(seq)
     }
 
+    /// Makes the participant index of the task exactly its owner and its participants: entries
+    /// of participants no longer on the task go in the same transaction, so a participant
+    /// removed from a task no longer finds it in a listing.
     fn index_participants(&mut self, record: &TaskRecord) -> Result<(), StoreError> {
+        self.tx.execute(
+            "DELETE FROM task_participants WHERE task_id = ?1",
+            params![record.id],
+        )?;
         let mut stmt = self.tx.prepare_cached(
             "INSERT OR IGNORE INTO task_participants (task_id, participant_id) VALUES (?1, ?2)",
         )?;

@@ -114,6 +114,35 @@ fn listing_shows_only_the_callers_tasks_newest_first_in_pages() {
 }
 
 #[test]
+fn a_participant_removed_from_a_task_no_longer_finds_it_but_the_owner_does() {
+    use crate::tasks::extension::{Participant, ParticipantKind, Role as TaskRole};
+    let participant = |id: &str| Participant {
+        id: id.to_string(),
+        kind: ParticipantKind::Human,
+        role: TaskRole::Watcher,
+        display_name: None,
+    };
+    let store = Store::open_in_memory().unwrap();
+    let mut task = record("t1", "alice", TaskState::Working);
+    task.ext.participants = vec![participant("bob"), participant("carol")];
+    store.write(|tx| tx.insert_task(&task)).unwrap();
+    let listed = |who: &str| {
+        store
+            .list_tasks(&TaskFilter {
+                participant_id: who.into(),
+                limit: 10,
+                ..TaskFilter::default()
+            })
+            .unwrap()
+            .total
+    };
+    assert_eq!((listed("alice"), listed("bob"), listed("carol")), (1, 1, 1));
+    task.ext.participants = vec![participant("carol")];
+    store.write(|tx| tx.update_task(&task)).unwrap();
+    assert_eq!((listed("alice"), listed("bob"), listed("carol")), (1, 0, 1));
+}
+
+#[test]
 fn listing_filters_by_state_and_open_tasks_exclude_terminal_ones() {
     let store = Store::open_in_memory().unwrap();
     store

@@ -114,9 +114,9 @@ impl Tasks {
     /// Creates a task from its first message. A message id the sender already created a task
     /// with gives that task back; a brief that asks for more than the sender may is refused
     /// whole, before anything is written.
-    fn create(&self, sender: &Sender, mut message: Message) -> Result<Subscription, TaskError> {
-        let Sender {
-            id: sender,
+    fn create(&self, sender: &Caller, mut message: Message) -> Result<Subscription, TaskError> {
+        let Caller {
+            participant_id: sender,
             trusted,
         } = sender;
         let sender = sender.as_str();
@@ -246,12 +246,6 @@ impl Tasks {
     }
 }
 
-/// Who a message is from, and whether that is a trusted delegator.
-struct Sender {
-    id: String,
-    trusted: bool,
-}
-
 /// Refuses a message that carries the mark of a child's report: only the harness's stand-ins
 /// write those, and the loop reads them as notes from the child.
 fn refuse_reserved_metadata(message: &Message) -> Result<(), TaskError> {
@@ -268,10 +262,12 @@ fn refuse_reserved_metadata(message: &Message) -> Result<(), TaskError> {
     Ok(())
 }
 
-/// The participant a message comes from. An untrusted caller is named by
-/// `Message.metadata.participant_id`, else by its header. A trusted delegator speaks only as
-/// itself: a message naming someone else is refused, so trust never passes to another id.
-fn sender(caller: &Caller, message: &Message) -> Result<Sender, TaskError> {
+/// The participant a message comes from, as the caller the task service acts for. An untrusted
+/// caller is named by `Message.metadata.participant_id`, else by its header. A trusted delegator
+/// speaks only as itself: a message naming someone else is refused, so trust never passes to
+/// another id. The protocol layer follows the task a message created or continued as this
+/// sender, so a sender named only in the metadata can read the task it just created.
+pub fn sender_of(caller: &Caller, message: &Message) -> Result<Caller, TaskError> {
     let named = message
         .metadata
         .as_ref()
@@ -286,13 +282,10 @@ fn sender(caller: &Caller, message: &Message) -> Result<Sender, TaskError> {
                 caller.participant_id
             )));
         }
-        return Ok(Sender {
-            id: caller.participant_id.clone(),
-            trusted: true,
-        });
+        return Ok(caller.clone());
     }
-    Ok(Sender {
-        id: named
+    Ok(Caller {
+        participant_id: named
             .map(str::to_string)
             .unwrap_or_else(|| caller.participant_id.clone()),
         trusted: false,
@@ -306,12 +299,12 @@ impl TaskService for Tasks {
         caller: &Caller,
         request: SendMessageRequest,
     ) -> Result<Subscription, TaskError> {
-        let sender = sender(caller, &request.message)?;
+        let sender = sender_of(caller, &request.message)?;
         refuse_reserved_metadata(&request.message)?;
         if request.message.task_id.is_empty() {
             self.create(&sender, request.message)
         } else {
-            self.continue_task(&sender.id, request.message)
+            self.continue_task(&sender.participant_id, request.message)
         }
     }
 

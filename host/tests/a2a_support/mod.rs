@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use tiny_harness::a2a::card::default_card;
 use tiny_harness::a2a::client::A2aClient;
-use tiny_harness::a2a::server::{ServerState, router, serve};
+use tiny_harness::a2a::server::{ConnectionLimits, ServerState, router, serve};
 use tiny_harness::a2a::types::{
     ListTasksRequest, ListTasksResponse, Message, Part, Role, SendMessageConfiguration,
     SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus,
@@ -211,7 +211,8 @@ impl Server {
             rate_limit_per_minute,
         };
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(serve(listener, router(state), async move {
+        let limits = ConnectionLimits::default();
+        tokio::spawn(serve(listener, router(state), limits, async move {
             let _ = stopped.await;
         }));
         Server { base, _stop: stop }

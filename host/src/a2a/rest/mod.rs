@@ -79,9 +79,10 @@ fn ok<T: serde::Serialize>(result: Result<T, RpcError>) -> Response {
     }
 }
 
-fn stream(app: &App, caller: Caller, result: Result<Streaming, RpcError>) -> Response {
+fn stream(app: &App, result: Result<Streaming, RpcError>) -> Response {
     match result {
         Ok(Streaming {
+            caller,
             subscription,
             history_length,
             end,
@@ -181,7 +182,7 @@ async fn send_streaming_message(
     let caller = try_response!(checked(&app, &headers, &uri));
     let request: SendMessageRequest = try_response!(body_object(&headers, body).and_then(decode));
     let result = ops::send_streaming_message(&app, &caller, request).await;
-    stream(&app, caller, result)
+    stream(&app, result)
 }
 
 /// `GET /tasks`, its parameters in the query string (§11.5).
@@ -242,7 +243,7 @@ async fn get_task(
             id: id.to_string(),
         };
         let result = ops::subscribe(&app, &caller, request).await;
-        return stream(&app, caller, result);
+        return stream(&app, result);
     }
     let history_length = match query_pairs(&uri).find(|(key, _)| key == "historyLength") {
         None => None,
@@ -284,7 +285,7 @@ async fn task_action(
             id: id.to_string(),
         };
         let result = ops::subscribe(&app, &caller, request).await;
-        return stream(&app, caller, result);
+        return stream(&app, result);
     }
     not_found(uri).await
 }
