@@ -385,8 +385,12 @@ mod model_retries {
         let model = OpenAiModel::new(fast_settings(&base, max_retries, 5)).unwrap();
         let err = model.complete(&conversation()).await.unwrap_err();
         match err {
-            ModelError::Http { status, body } => {
-                assert_eq!(status, 500);
+            ModelError::Http {
+                status,
+                body,
+                retries,
+            } => {
+                assert_eq!((status, retries), (500, max_retries));
                 assert!(body.contains("stub says 500"), "{body}");
             }
             other => panic!("expected HTTP 500, got {other:?}"),
@@ -437,7 +441,7 @@ mod model_failures {
         let model = OpenAiModel::new(fast_settings(&base, 0, 1)).unwrap();
         let started = Instant::now();
         let err = model.complete(&conversation()).await.unwrap_err();
-        assert!(matches!(err, ModelError::Timeout(1)), "{err}");
+        assert!(matches!(err, ModelError::Timeout { secs: 1, .. }), "{err}");
         assert!(started.elapsed() < Duration::from_millis(1500));
     }
 
@@ -449,17 +453,21 @@ mod model_failures {
         let base = format!("http://{address}/v1");
         let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
         let err = model.complete(&conversation()).await.unwrap_err();
-        assert!(matches!(err, ModelError::Transport(_)), "{err}");
+        assert!(matches!(err, ModelError::Transport { .. }), "{err}");
+        assert!(!err.to_string().contains(&address.to_string()), "{err}");
     }
 
     #[tokio::test]
-    async fn a_long_error_body_is_cut_to_about_500_characters() {
+    async fn a_long_error_body_is_cut_to_500_characters_with_the_count_of_the_rest() {
         let mut verbose = status(400);
         verbose.body = json!({ "error": "x".repeat(5000) });
         let (base, _stub) = start(vec![verbose]).await;
         let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
         match model.complete(&conversation()).await.unwrap_err() {
-            ModelError::Http { body, .. } => assert!(body.chars().count() <= 501, "{}", body.len()),
+            ModelError::Http { body, .. } => {
+                let kept = format!("{{\"error\":\"{}", "x".repeat(490));
+                assert_eq!(body, format!("{kept}… (4512 more characters)"));
+            }
             other => panic!("expected HTTP 400, got {other:?}"),
         }
     }
@@ -470,5 +478,104 @@ mod model_failures {
         let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
         let err = model.complete(&conversation()).await.unwrap_err();
         assert!(matches!(err, ModelError::InvalidResponse(_)), "{err}");
+    }
+}
+
+mod model_redaction {
+    use super::*;
+
+    const KEY: &str = "sk-model-key-canary-5f1c2e";
+
+    fn keyed(base_url: &str, max_retries: u32) -> HttpSettings {
+        HttpSettings {
+            api_key: Some(KEY.to_string()),
+            ..fast_settings(base_url, max_retries, 5)
+        }
+    }
+
+    fn echoing(status_code: u16) -> Answer {
+        let mut answer = status(status_code);
+        answer.body = json!({"error": {
+            "message": format!("Incorrect API key provided: {KEY}"),
+            "authorization": format!("Bearer {KEY}"),
+        }});
+        answer
+    }
+
+    #[tokio::test]
+    async fn a_401_that_echoes_the_key_keeps_only_the_masked_body_and_a_fixed_reason() {
+        let (base, stub) = start(vec![echoing(401)]).await;
+        let err = OpenAiModel::new(keyed(&base, 3))
+            .unwrap()
+            .complete(&conversation())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            stub.requests()[0].headers["authorization"],
+            format!("Bearer {KEY}")
+        );
+        assert_eq!(
+            err.to_string(),
+            "model endpoint answered HTTP 401: {\"error\":{\"authorization\":\"Bearer [redacted]\",\
+             \"message\":\"Incorrect API key provided: [redacted]\"}}"
+        );
+        assert_eq!(
+            err.public_reason(),
+            "the model endpoint refused the API key (HTTP 401)"
+        );
+        assert_eq!(stub.requests().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn anthropic_masks_the_key_in_every_retried_5xx_and_counts_the_retries() {
+        let (base, stub) = start(vec![echoing(503), echoing(500)]).await;
+        let err = AnthropicModel::new(keyed(&base, 1))
+            .unwrap()
+            .complete(&conversation())
+            .await
+            .unwrap_err();
+        assert_eq!(stub.requests()[0].headers["x-api-key"], KEY);
+        assert!(!format!("{err} {err:?}").contains(KEY), "{err:?}");
+        assert!(err.to_string().contains("[redacted]"), "{err}");
+        assert_eq!(
+            err.public_reason(),
+            "the model endpoint answered HTTP 500 after 1 retry"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_quotes_the_key_where_choices_belong_is_masked_too() {
+        let (base, _stub) = start(vec![ok(json!({"error": format!("key {KEY}")}))]).await;
+        let err = OpenAiModel::new(keyed(&base, 0))
+            .unwrap()
+            .complete(&conversation())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the model's answer could not be read: no choices[0].message in the answer: \
+             {\"error\":\"key [redacted]\"}"
+        );
+        assert_eq!(err.public_reason(), "the model's answer could not be read");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_endpoint_is_reported_without_its_url() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        drop(listener);
+        let base = format!("http://{address}/internal-canary-path/v1");
+        let err = OpenAiModel::new(keyed(&base, 0))
+            .unwrap()
+            .complete(&conversation())
+            .await
+            .unwrap_err();
+        let detail = format!("{err} {err:?}");
+        assert!(!detail.contains("internal-canary-path"), "{detail}");
+        assert!(!detail.contains(&address.to_string()), "{detail}");
+        assert_eq!(
+            err.public_reason(),
+            "the model endpoint could not be reached"
+        );
     }
 }

@@ -1,5 +1,6 @@
-//! What the HTTP providers share: their settings, and one JSON exchange with a model endpoint,
-//! with every way it can fail sorted into a [`ModelError`] the retry loop can judge.
+//! What the HTTP providers share: their settings, and one call to a model endpoint (JSON
+//! exchanges with retries), with every way it can fail sorted into a [`ModelError`] the retry
+//! loop can judge and cleaned by one [`Redactor`] before anything logs it.
 
 use std::fmt;
 use std::time::Duration;
@@ -9,12 +10,8 @@ use reqwest::{RequestBuilder, Response};
 use serde_json::Value;
 
 use super::ModelError;
-use super::retry::{Failure, RetryPolicy};
-
-/// The most of an error body kept in [`ModelError::Http`]. Providers explain themselves in the
-/// first few hundred characters; the rest (HTML error pages, echoed prompts) would flood the
-/// task's failure reason and the logs.
-pub const MAX_ERROR_BODY_CHARS: usize = 500;
+use super::redact::Redactor;
+use super::retry::{Failure, RetryPolicy, with_retries};
 
 /// The largest answer read. A chat completion is kilobytes; a misbehaving or hostile endpoint
 /// must not be able to make the harness buffer without bound.
@@ -76,20 +73,45 @@ pub(crate) fn client() -> Result<reqwest::Client, String> {
         .map_err(|err| error_chain(&err))
 }
 
-/// Sends one request and reads its JSON answer, all within `timeout_secs`.
-pub(crate) async fn exchange(request: RequestBuilder, timeout_secs: u64) -> Result<Value, Failure> {
+/// One model call with the provider's retries: `request` builds each attempt, `parse` reads the
+/// JSON answer. Every error leaving an attempt is cleaned by the settings' [`Redactor`] (the
+/// key masked wherever the endpoint echoed it, the text capped and escaped), so neither the
+/// retry loop's log lines nor the caller ever hold the raw text. `what` names the call in logs.
+pub(crate) async fn call<T>(
+    settings: &HttpSettings,
+    what: &str,
+    request: impl Fn() -> RequestBuilder,
+    parse: impl Fn(&Value) -> Result<T, ModelError>,
+) -> Result<T, ModelError> {
+    let redactor = Redactor::new(settings.api_key.as_deref());
+    with_retries(&settings.retry, what, || async {
+        let answer = exchange(request(), settings.timeout_secs)
+            .await
+            .map_err(|failure| Failure {
+                error: failure.error.redacted(&redactor),
+                retry_after: failure.retry_after,
+            })?;
+        parse(&answer).map_err(|err| Failure::from(err.redacted(&redactor)))
+    })
+    .await
+}
+
+/// Sends one request and reads its JSON answer, all within `timeout_secs`. The errors hold the
+/// endpoint's raw text; [`call`] cleans them.
+async fn exchange(request: RequestBuilder, timeout_secs: u64) -> Result<Value, Failure> {
     let limit = Duration::from_secs(timeout_secs);
     match tokio::time::timeout(limit, exchange_untimed(request)).await {
         Ok(result) => result,
-        Err(_) => Err(ModelError::Timeout(timeout_secs).into()),
+        Err(_) => Err(ModelError::Timeout {
+            secs: timeout_secs,
+            retries: 0,
+        }
+        .into()),
     }
 }
 
 async fn exchange_untimed(request: RequestBuilder) -> Result<Value, Failure> {
-    let response = request
-        .send()
-        .await
-        .map_err(|err| ModelError::Transport(error_chain(&err)))?;
+    let response = request.send().await.map_err(transport)?;
     let status = response.status();
     let retry_after = retry_after(response.headers());
     let body = read_limited(response).await?;
@@ -97,28 +119,32 @@ async fn exchange_untimed(request: RequestBuilder) -> Result<Value, Failure> {
         return Err(Failure {
             error: ModelError::Http {
                 status: status.as_u16(),
-                body: truncate(&String::from_utf8_lossy(&body), MAX_ERROR_BODY_CHARS),
+                body: String::from_utf8_lossy(&body).into_owned(),
+                retries: 0,
             },
             retry_after,
         });
     }
     serde_json::from_slice(&body).map_err(|err| {
-        ModelError::InvalidResponse(format!(
-            "not JSON ({err}): {}",
-            truncate(&String::from_utf8_lossy(&body), MAX_ERROR_BODY_CHARS)
-        ))
-        .into()
+        let text = String::from_utf8_lossy(&body);
+        ModelError::InvalidResponse(format!("not JSON ({err}): {text}")).into()
     })
+}
+
+/// A connection failure, without the URL reqwest would print: the base URL may carry
+/// credentials, and names an internal host.
+fn transport(err: reqwest::Error) -> Failure {
+    ModelError::Transport {
+        detail: error_chain(&err.without_url()),
+        retries: 0,
+    }
+    .into()
 }
 
 /// Reads the body chunk by chunk, refusing one larger than [`MAX_RESPONSE_BYTES`].
 async fn read_limited(mut response: Response) -> Result<Vec<u8>, Failure> {
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|err| ModelError::Transport(error_chain(&err)))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(transport)? {
         if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
             return Err(ModelError::InvalidResponse(format!(
                 "the answer is larger than {MAX_RESPONSE_BYTES} bytes"
@@ -136,14 +162,6 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let text = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     let seconds: f64 = text.parse().ok()?;
     Duration::try_from_secs_f64(seconds).ok()
-}
-
-/// At most `max` characters of `text`, with an ellipsis when something was cut.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 /// An error and its causes on one line: reqwest's own message ("error sending request") says
@@ -188,12 +206,6 @@ mod tests {
         assert_eq!(retry_after(&headers("Wed, 21 Oct 2015 07:28:00 GMT")), None);
         assert_eq!(retry_after(&headers("-4")), None);
         assert_eq!(retry_after(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn truncation_counts_characters_not_bytes() {
-        assert_eq!(truncate("héllo", 10), "héllo");
-        assert_eq!(truncate("héllo", 2), "hé…");
     }
 
     #[test]
