@@ -2,7 +2,7 @@
 //! envelope media type is a brief (or a change) or is refused with a reason naming the field,
 //! never a panic; unknown keys are refused by name; what an untrusted creator gets accepted sets
 //! nothing reserved for trusted delegators; valid briefs round-trip and changes apply exactly
-//! what they name.
+//! what they name; plain text always makes a brief anyone may send.
 
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -363,5 +363,14 @@ proptest! {
         if named & 4 != 0 { expected.acceptance_criteria = other.acceptance_criteria; }
         if named & 8 != 0 { expected.participants = other.participants; }
         prop_assert_eq!(changed, expected);
+    }
+
+    #[test]
+    fn any_text_without_an_envelope_becomes_a_named_brief(text in any::<String>()) {
+        let brief = TaskExtension::from_text(&text);
+        prop_assert!(!brief.name.trim().is_empty());
+        prop_assert!(brief.name.chars().count() <= crate::tasks::extension::DERIVED_NAME_CHARS);
+        prop_assert_eq!(brief.goal, text.trim());
+        prop_assert_eq!(check_new_brief(&TaskExtension::from_text(&text), "alice", false), Ok(()));
     }
 }
