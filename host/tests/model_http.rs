@@ -31,6 +31,8 @@ struct Answer {
     body: Value,
     delay: Duration,
     retry_after: Option<&'static str>,
+    /// Answer with every request header in the body, as a misconfigured proxy would.
+    echo_headers: bool,
 }
 
 fn ok(body: Value) -> Answer {
@@ -39,6 +41,7 @@ fn ok(body: Value) -> Answer {
         body,
         delay: Duration::ZERO,
         retry_after: None,
+        echo_headers: false,
     }
 }
 
@@ -48,6 +51,7 @@ fn status(status: u16) -> Answer {
         body: json!({"error": {"message": format!("stub says {status}")}}),
         delay: Duration::ZERO,
         retry_after: None,
+        echo_headers: false,
     }
 }
 
@@ -81,7 +85,24 @@ async fn answer(
     };
     tokio::time::sleep(answer.delay).await;
     let code = StatusCode::from_u16(answer.status).unwrap();
-    let mut response = (code, axum::Json(answer.body)).into_response();
+    let body = if answer.echo_headers {
+        let headers = stub
+            .requests
+            .lock()
+            .unwrap()
+            .last()
+            .unwrap()
+            .headers
+            .clone();
+        let echoed: serde_json::Map<String, Value> = headers
+            .iter()
+            .map(|(name, value)| (name.to_string(), json!(value.to_str().unwrap_or_default())))
+            .collect();
+        json!({ "error": "unauthorized", "headers": echoed })
+    } else {
+        answer.body
+    };
+    let mut response = (code, axum::Json(body)).into_response();
     if let Some(seconds) = answer.retry_after {
         response
             .headers_mut()
@@ -516,7 +537,7 @@ mod model_redaction {
         );
         assert_eq!(
             err.to_string(),
-            "model endpoint answered HTTP 401: {\"error\":{\"authorization\":\"Bearer [redacted]\",\
+            "model endpoint answered HTTP 401: {\"error\":{\"authorization\":\"[redacted]\",\
              \"message\":\"Incorrect API key provided: [redacted]\"}}"
         );
         assert_eq!(
@@ -576,6 +597,35 @@ mod model_redaction {
         assert_eq!(
             err.public_reason(),
             "the model endpoint could not be reached"
+        );
+    }
+
+    #[tokio::test]
+    async fn credentials_in_the_base_url_are_masked_in_the_echo_and_left_out_of_the_description() {
+        let mut echo = status(407);
+        echo.echo_headers = true;
+        let (base, stub) = start(vec![echo]).await;
+        let base = base.replace("http://", "http://proxy-user:pr0xy-s3cret@");
+        let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
+        let err = model.complete(&conversation()).await.unwrap_err();
+        let sent = stub.requests()[0].headers["authorization"].clone();
+        let sent = sent.to_str().unwrap();
+        assert!(sent.starts_with("Basic "), "{sent}");
+        let logged = err.to_string();
+        assert!(!logged.contains(&sent[6..]), "{logged}");
+        assert!(
+            logged.contains("\"authorization\":\"[redacted]\""),
+            "{logged}"
+        );
+        assert_eq!(err.public_reason(), "the model endpoint answered HTTP 407");
+        let described = model.describe();
+        assert!(
+            !described.contains("s3cret") && !described.contains("proxy-user"),
+            "{described}"
+        );
+        assert!(
+            described.starts_with("openai test-model at http://127.0.0.1:"),
+            "{described}"
         );
     }
 }

@@ -212,11 +212,8 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
 #[async_trait]
 impl Model for AnthropicModel {
     fn describe(&self) -> String {
-        format!(
-            "anthropic {} at {}",
-            self.settings.model,
-            self.settings.root()
-        )
+        let root = http::without_credentials(self.settings.root());
+        format!("anthropic {} at {root}", self.settings.model)
     }
 
     fn context_window(&self) -> Option<usize> {

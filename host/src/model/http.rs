@@ -73,27 +73,74 @@ pub(crate) fn client() -> Result<reqwest::Client, String> {
         .map_err(|err| error_chain(&err))
 }
 
-/// One model call with the provider's retries: `request` builds each attempt, `parse` reads the
-/// JSON answer. Every error leaving an attempt is cleaned by the settings' [`Redactor`] (the
-/// key masked wherever the endpoint echoed it, the text capped and escaped), so neither the
-/// retry loop's log lines nor the caller ever hold the raw text. `what` names the call in logs.
+/// One model call with the provider's retries: `request` builds each attempt to `endpoint`,
+/// `parse` reads the JSON answer. Every error leaving an attempt is cleaned by a [`Redactor`] of
+/// the credentials the request carries (the key masked wherever the endpoint echoed it, the
+/// text capped and escaped), so neither the retry loop's log lines nor the caller ever hold the
+/// raw text. Logs name the endpoint without the credentials its URL may hold.
 pub(crate) async fn call<T>(
     settings: &HttpSettings,
-    what: &str,
+    endpoint: &str,
     request: impl Fn() -> RequestBuilder,
     parse: impl Fn(&Value) -> Result<T, ModelError>,
 ) -> Result<T, ModelError> {
-    let redactor = Redactor::new(settings.api_key.as_deref());
-    with_retries(&settings.retry, what, || async {
+    let shown = without_credentials(endpoint);
+    with_retries(&settings.retry, &shown, || async {
+        // Built only when an attempt failed: a successful call pays nothing for it.
+        let redactor = || Redactor::new(credentials(settings, request()));
         let answer = exchange(request(), settings.timeout_secs)
             .await
             .map_err(|failure| Failure {
-                error: failure.error.redacted(&redactor),
+                error: failure.error.redacted(&redactor()),
                 retry_after: failure.retry_after,
             })?;
-        parse(&answer).map_err(|err| Failure::from(err.redacted(&redactor)))
+        parse(&answer).map_err(|err| Failure::from(err.redacted(&redactor())))
     })
     .await
+}
+
+/// The headers that carry a credential, whichever provider or proxy reads them.
+const CREDENTIAL_HEADERS: [&str; 4] = [
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
+];
+
+/// Every secret a request carries, as an endpoint might echo it: the API key, the password of
+/// the URL, and each credential header's value whole and without its scheme (`Bearer …`, and
+/// the `Basic …` reqwest makes of a URL's user and password).
+fn credentials(settings: &HttpSettings, request: RequestBuilder) -> Vec<String> {
+    let mut secrets: Vec<String> = settings.api_key.iter().cloned().collect();
+    if let Ok(url) = reqwest::Url::parse(settings.root())
+        && let Some(password) = url.password()
+    {
+        secrets.push(password.to_string());
+    }
+    if let Ok(built) = request.build() {
+        for name in CREDENTIAL_HEADERS {
+            for value in built.headers().get_all(name) {
+                let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                if let Some((_scheme, token)) = text.trim().split_once(' ') {
+                    secrets.push(token.to_string());
+                }
+                secrets.push(text);
+            }
+        }
+    }
+    secrets
+}
+
+/// `url` without the user and password it may carry, for the log and `harness check`.
+pub(crate) fn without_credentials(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.as_str().trim_end_matches('/').to_string()
+        }
+        _ => url.to_string(),
+    }
 }
 
 /// Sends one request and reads its JSON answer, all within `timeout_secs`. The errors hold the
@@ -206,6 +253,47 @@ mod tests {
         assert_eq!(retry_after(&headers("Wed, 21 Oct 2015 07:28:00 GMT")), None);
         assert_eq!(retry_after(&headers("-4")), None);
         assert_eq!(retry_after(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_url_is_shown_without_its_user_and_password() {
+        assert_eq!(
+            without_credentials("https://user:s3cret@proxy.example/v1"),
+            "https://proxy.example/v1"
+        );
+        assert_eq!(
+            without_credentials("http://127.0.0.1:11434/v1/"),
+            "http://127.0.0.1:11434/v1/"
+        );
+        assert_eq!(without_credentials("not a url"), "not a url");
+    }
+
+    #[test]
+    fn the_credentials_of_a_request_are_its_key_its_password_and_its_headers() {
+        let settings = HttpSettings {
+            base_url: "https://user:s3cret@proxy.example/v1".into(),
+            model: "m".into(),
+            api_key: Some("sk-1".into()),
+            timeout_secs: 1,
+            max_output_tokens: 1,
+            context_window: None,
+            retry: RetryPolicy::new(0),
+        };
+        let request = reqwest::Client::new()
+            .post(settings.root())
+            .header("x-api-key", "sk-1");
+        let secrets = credentials(&settings, request);
+        // reqwest turns the URL's user and password into a Basic header.
+        assert_eq!(
+            secrets,
+            [
+                "sk-1",
+                "s3cret",
+                "dXNlcjpzM2NyZXQ=",
+                "Basic dXNlcjpzM2NyZXQ=",
+                "sk-1"
+            ]
+        );
     }
 
     #[test]

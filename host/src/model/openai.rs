@@ -194,7 +194,8 @@ fn missing(what: &str, body: &Value) -> ModelError {
 #[async_trait]
 impl Model for OpenAiModel {
     fn describe(&self) -> String {
-        format!("openai {} at {}", self.settings.model, self.settings.root())
+        let root = http::without_credentials(self.settings.root());
+        format!("openai {} at {root}", self.settings.model)
     }
 
     fn context_window(&self) -> Option<usize> {

@@ -18,7 +18,8 @@ pub const REDACTED: &str = "[redacted]";
 /// the first few hundred characters; the rest (HTML error pages, echoed prompts) would flood it.
 pub const MAX_DETAIL_CHARS: usize = 500;
 
-/// The secret values one model sends (its API key), and the cleaning that hides them.
+/// The secret values one model sends (its API key, its credential headers), and the cleaning
+/// that hides them.
 #[derive(Clone, Default)]
 pub struct Redactor {
     /// Longest first, so a value that contains another is masked whole.
@@ -33,18 +34,23 @@ impl std::fmt::Debug for Redactor {
 }
 
 impl Redactor {
-    /// A redactor for `api_key`: the value exactly as sent, and trimmed (as an endpoint would
-    /// quote it). No key, or a blank one, masks nothing.
-    pub fn new(api_key: Option<&str>) -> Redactor {
-        let mut secrets: Vec<String> = Vec::new();
-        let key = api_key.filter(|key| !key.trim().is_empty());
-        for value in key.into_iter().flat_map(|key| [key, key.trim()]) {
-            if !secrets.iter().any(|known| known == value) {
-                secrets.push(value.to_string());
+    /// A redactor for `secrets` (an API key, a credential header's value): each exactly as sent,
+    /// and trimmed (as an endpoint would quote it). A blank one masks nothing.
+    pub fn new<S: AsRef<str>>(secrets: impl IntoIterator<Item = S>) -> Redactor {
+        let mut kept: Vec<String> = Vec::new();
+        for secret in secrets {
+            let secret = secret.as_ref();
+            if secret.trim().is_empty() {
+                continue;
+            }
+            for value in [secret, secret.trim()] {
+                if !kept.iter().any(|known| known == value) {
+                    kept.push(value.to_string());
+                }
             }
         }
-        secrets.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
-        Redactor { secrets }
+        kept.sort_by_key(|secret| std::cmp::Reverse(secret.len()));
+        Redactor { secrets: kept }
     }
 
     /// `text` with every secret replaced by [`REDACTED`], cut at [`MAX_DETAIL_CHARS`] and
@@ -110,7 +116,7 @@ mod tests {
 
     #[test]
     fn the_text_is_escaped_so_it_cannot_forge_a_log_line() {
-        let redactor = Redactor::new(None);
+        let redactor = Redactor::new(None::<&str>);
         assert_eq!(
             redactor.clean("nope\n2030-01-01 INFO forged\u{1b}[2K"),
             "nope\\n2030-01-01 INFO forged\\u{1b}[2K"
@@ -124,8 +130,17 @@ mod tests {
     }
 
     #[test]
+    fn every_secret_given_is_masked_the_longest_first() {
+        let redactor = Redactor::new(["Bearer sk-1", "sk-1", "dXNlcjpwYXNz"]);
+        assert_eq!(
+            redactor.clean("echo Bearer sk-1 / sk-1 / Basic dXNlcjpwYXNz"),
+            "echo [redacted] / [redacted] / Basic [redacted]"
+        );
+    }
+
+    #[test]
     fn no_key_or_a_blank_one_masks_nothing_and_debug_hides_the_key() {
-        assert_eq!(Redactor::new(None).clean("plain"), "plain");
+        assert_eq!(Redactor::new(None::<&str>).clean("plain"), "plain");
         assert_eq!(Redactor::new(Some("  ")).clean("a  b"), "a  b");
         assert_eq!(
             format!("{:?}", Redactor::new(Some(KEY))),
