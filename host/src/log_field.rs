@@ -20,16 +20,8 @@ pub fn escape(text: &str) -> String {
 /// [`escape`] with its own cap, counted in characters of the input.
 pub fn escape_capped(text: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max_chars) + 16);
-    let mut taken = 0usize;
     let mut chars = text.chars();
-    for c in chars.by_ref() {
-        if taken == max_chars {
-            // Put the character back into the count of those left out.
-            let rest = 1 + chars.count();
-            let _ = write!(out, "… ({rest} more characters)");
-            return out;
-        }
-        taken += 1;
+    for c in chars.by_ref().take(max_chars) {
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
@@ -40,6 +32,10 @@ pub fn escape_capped(text: &str, max_chars: usize) -> String {
             }
             c => out.push(c),
         }
+    }
+    let rest = chars.count();
+    if rest > 0 {
+        let _ = write!(out, "… ({rest} more characters)");
     }
     out
 }

@@ -24,15 +24,18 @@ enum Kind {
     Count,
     Fraction,
     Provider,
-    ParticipantKind,
+    HumanOrAgent,
     Role,
     List,
 }
 
 use Kind::*;
 
-/// Every setting: its section (`[[…]]` sections are lists of tables), its keys and their kinds.
-const SECTIONS: [(&str, bool, &[(&str, Kind)]); 12] = [
+/// A section's dotted name, whether it is a list of tables (`[[…]]`), and its keys' kinds.
+type Section = (&'static str, bool, &'static [(&'static str, Kind)]);
+
+/// Every setting, by section.
+const SECTIONS: [Section; 12] = [
     (
         "server",
         false,
@@ -96,7 +99,7 @@ const SECTIONS: [(&str, bool, &[(&str, Kind)]); 12] = [
         true,
         &[
             ("id", Id),
-            ("kind", ParticipantKind),
+            ("kind", HumanOrAgent),
             ("role", Role),
             ("display_name", Text),
         ],
@@ -252,7 +255,7 @@ fn value(kind: Kind) -> BoxedStrategy<Value> {
             "OpenAI",
             "gpt",
         ]),
-        ParticipantKind => words(&["human", "agent", "robot"]),
+        HumanOrAgent => words(&["human", "agent", "robot"]),
         Role => words(&["assignee", "reporter", "watcher", "admin", "owner"]),
         List => vec(any::<String>().prop_map(Value::String), 0..3)
             .prop_map(Value::Array)
