@@ -31,6 +31,8 @@ struct Answer {
     body: Value,
     delay: Duration,
     retry_after: Option<&'static str>,
+    /// Answer with every request header in the body, as a misconfigured proxy would.
+    echo_headers: bool,
 }
 
 fn ok(body: Value) -> Answer {
@@ -39,6 +41,7 @@ fn ok(body: Value) -> Answer {
         body,
         delay: Duration::ZERO,
         retry_after: None,
+        echo_headers: false,
     }
 }
 
@@ -48,6 +51,7 @@ fn status(status: u16) -> Answer {
         body: json!({"error": {"message": format!("stub says {status}")}}),
         delay: Duration::ZERO,
         retry_after: None,
+        echo_headers: false,
     }
 }
 
@@ -81,7 +85,24 @@ async fn answer(
     };
     tokio::time::sleep(answer.delay).await;
     let code = StatusCode::from_u16(answer.status).unwrap();
-    let mut response = (code, axum::Json(answer.body)).into_response();
+    let body = if answer.echo_headers {
+        let headers = stub
+            .requests
+            .lock()
+            .unwrap()
+            .last()
+            .unwrap()
+            .headers
+            .clone();
+        let echoed: serde_json::Map<String, Value> = headers
+            .iter()
+            .map(|(name, value)| (name.to_string(), json!(value.to_str().unwrap_or_default())))
+            .collect();
+        json!({ "error": "unauthorized", "headers": echoed })
+    } else {
+        answer.body
+    };
+    let mut response = (code, axum::Json(body)).into_response();
     if let Some(seconds) = answer.retry_after {
         response
             .headers_mut()
@@ -385,8 +406,12 @@ mod model_retries {
         let model = OpenAiModel::new(fast_settings(&base, max_retries, 5)).unwrap();
         let err = model.complete(&conversation()).await.unwrap_err();
         match err {
-            ModelError::Http { status, body } => {
-                assert_eq!(status, 500);
+            ModelError::Http {
+                status,
+                body,
+                retries,
+            } => {
+                assert_eq!((status, retries), (500, max_retries));
                 assert!(body.contains("stub says 500"), "{body}");
             }
             other => panic!("expected HTTP 500, got {other:?}"),
@@ -437,7 +462,7 @@ mod model_failures {
         let model = OpenAiModel::new(fast_settings(&base, 0, 1)).unwrap();
         let started = Instant::now();
         let err = model.complete(&conversation()).await.unwrap_err();
-        assert!(matches!(err, ModelError::Timeout(1)), "{err}");
+        assert!(matches!(err, ModelError::Timeout { secs: 1, .. }), "{err}");
         assert!(started.elapsed() < Duration::from_millis(1500));
     }
 
@@ -449,17 +474,21 @@ mod model_failures {
         let base = format!("http://{address}/v1");
         let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
         let err = model.complete(&conversation()).await.unwrap_err();
-        assert!(matches!(err, ModelError::Transport(_)), "{err}");
+        assert!(matches!(err, ModelError::Transport { .. }), "{err}");
+        assert!(!err.to_string().contains(&address.to_string()), "{err}");
     }
 
     #[tokio::test]
-    async fn a_long_error_body_is_cut_to_about_500_characters() {
+    async fn a_long_error_body_is_cut_to_500_characters_with_the_count_of_the_rest() {
         let mut verbose = status(400);
         verbose.body = json!({ "error": "x".repeat(5000) });
         let (base, _stub) = start(vec![verbose]).await;
         let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
         match model.complete(&conversation()).await.unwrap_err() {
-            ModelError::Http { body, .. } => assert!(body.chars().count() <= 501, "{}", body.len()),
+            ModelError::Http { body, .. } => {
+                let kept = format!("{{\"error\":\"{}", "x".repeat(490));
+                assert_eq!(body, format!("{kept}… (4512 more characters)"));
+            }
             other => panic!("expected HTTP 400, got {other:?}"),
         }
     }
@@ -470,5 +499,133 @@ mod model_failures {
         let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
         let err = model.complete(&conversation()).await.unwrap_err();
         assert!(matches!(err, ModelError::InvalidResponse(_)), "{err}");
+    }
+}
+
+mod model_redaction {
+    use super::*;
+
+    const KEY: &str = "sk-model-key-canary-5f1c2e";
+
+    fn keyed(base_url: &str, max_retries: u32) -> HttpSettings {
+        HttpSettings {
+            api_key: Some(KEY.to_string()),
+            ..fast_settings(base_url, max_retries, 5)
+        }
+    }
+
+    fn echoing(status_code: u16) -> Answer {
+        let mut answer = status(status_code);
+        answer.body = json!({"error": {
+            "message": format!("Incorrect API key provided: {KEY}"),
+            "authorization": format!("Bearer {KEY}"),
+        }});
+        answer
+    }
+
+    #[tokio::test]
+    async fn a_401_that_echoes_the_key_keeps_only_the_masked_body_and_a_fixed_reason() {
+        let (base, stub) = start(vec![echoing(401)]).await;
+        let err = OpenAiModel::new(keyed(&base, 3))
+            .unwrap()
+            .complete(&conversation())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            stub.requests()[0].headers["authorization"],
+            format!("Bearer {KEY}")
+        );
+        assert_eq!(
+            err.to_string(),
+            "model endpoint answered HTTP 401: {\"error\":{\"authorization\":\"[redacted]\",\
+             \"message\":\"Incorrect API key provided: [redacted]\"}}"
+        );
+        assert_eq!(
+            err.public_reason(),
+            "the model endpoint refused the API key (HTTP 401)"
+        );
+        assert_eq!(stub.requests().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn anthropic_masks_the_key_in_every_retried_5xx_and_counts_the_retries() {
+        let (base, stub) = start(vec![echoing(503), echoing(500)]).await;
+        let err = AnthropicModel::new(keyed(&base, 1))
+            .unwrap()
+            .complete(&conversation())
+            .await
+            .unwrap_err();
+        assert_eq!(stub.requests()[0].headers["x-api-key"], KEY);
+        assert!(!format!("{err} {err:?}").contains(KEY), "{err:?}");
+        assert!(err.to_string().contains("[redacted]"), "{err}");
+        assert_eq!(
+            err.public_reason(),
+            "the model endpoint answered HTTP 500 after 1 retry"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_answer_that_quotes_the_key_where_choices_belong_is_masked_too() {
+        let (base, _stub) = start(vec![ok(json!({"error": format!("key {KEY}")}))]).await;
+        let err = OpenAiModel::new(keyed(&base, 0))
+            .unwrap()
+            .complete(&conversation())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the model's answer could not be read: no choices[0].message in the answer: \
+             {\"error\":\"key [redacted]\"}"
+        );
+        assert_eq!(err.public_reason(), "the model's answer could not be read");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_endpoint_is_reported_without_its_url() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        drop(listener);
+        let base = format!("http://{address}/internal-canary-path/v1");
+        let err = OpenAiModel::new(keyed(&base, 0))
+            .unwrap()
+            .complete(&conversation())
+            .await
+            .unwrap_err();
+        let detail = format!("{err} {err:?}");
+        assert!(!detail.contains("internal-canary-path"), "{detail}");
+        assert!(!detail.contains(&address.to_string()), "{detail}");
+        assert_eq!(
+            err.public_reason(),
+            "the model endpoint could not be reached"
+        );
+    }
+
+    #[tokio::test]
+    async fn credentials_in_the_base_url_are_masked_in_the_echo_and_left_out_of_the_description() {
+        let mut echo = status(407);
+        echo.echo_headers = true;
+        let (base, stub) = start(vec![echo]).await;
+        let base = base.replace("http://", "http://proxy-user:pr0xy-s3cret@");
+        let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
+        let err = model.complete(&conversation()).await.unwrap_err();
+        let sent = stub.requests()[0].headers["authorization"].clone();
+        let sent = sent.to_str().unwrap();
+        assert!(sent.starts_with("Basic "), "{sent}");
+        let logged = err.to_string();
+        assert!(!logged.contains(&sent[6..]), "{logged}");
+        assert!(
+            logged.contains("\"authorization\":\"[redacted]\""),
+            "{logged}"
+        );
+        assert_eq!(err.public_reason(), "the model endpoint answered HTTP 407");
+        let described = model.describe();
+        assert!(
+            !described.contains("s3cret") && !described.contains("proxy-user"),
+            "{described}"
+        );
+        assert!(
+            described.starts_with("openai test-model at http://127.0.0.1:"),
+            "{described}"
+        );
     }
 }

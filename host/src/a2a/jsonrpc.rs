@@ -346,6 +346,13 @@ mod tests {
     }
 
     #[test]
+    fn a_fractional_id_is_echoed_exactly_as_it_came() {
+        let request = Request::parse(br#"{"jsonrpc":"2.0","id":2.9824325004747e-58,"method":"M"}"#);
+        let answer = serde_json::to_string(&Response::success(request.unwrap().id, json!({})));
+        assert!(answer.unwrap().contains(r#""id":2.9824325004747e-58"#));
+    }
+
+    #[test]
     fn a_request_without_params_gets_an_empty_object() {
         let request = Request::parse(br#"{"jsonrpc":"2.0","id":null,"method":"M"}"#).unwrap();
         assert_eq!(request.params, json!({}));
@@ -415,3 +422,6 @@ mod tests {
         assert_eq!(err["id"], Value::Null);
     }
 }
+
+#[cfg(test)]
+mod properties;

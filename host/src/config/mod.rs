@@ -4,6 +4,8 @@
 
 mod card;
 mod defaults;
+#[cfg(test)]
+mod properties;
 mod validate;
 
 use std::path::{Path, PathBuf};

@@ -94,10 +94,7 @@ pub(crate) async fn run_task(
             }
             Err(StepError::Model(err)) => {
                 tracing::warn!(task = %id, "model call failed: {err}");
-                let reason = match err {
-                    ModelError::NotConfigured(_) => err.to_string(),
-                    other => format!("model call failed: {other}"),
-                };
+                let reason = err.public_reason();
                 if let Err(err) = fail(&shared.hub, &id, &reason) {
                     tracing::error!(task = %id, "cannot record the failure: {err}");
                 }

@@ -5,7 +5,6 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::http::{self, HttpSettings};
-use super::retry::with_retries;
 use super::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
 
 /// The API root of Anthropic's own service.
@@ -160,9 +159,9 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
     let blocks = body
         .get("content")
         .and_then(Value::as_array)
+        // Quoted whole: `http::call` masks the key in it before it is cut for the log.
         .ok_or_else(|| {
-            let shown = http::truncate(&body.to_string(), http::MAX_ERROR_BODY_CHARS);
-            ModelError::InvalidResponse(format!("no content list in the answer: {shown}"))
+            ModelError::InvalidResponse(format!("no content list in the answer: {body}"))
         })?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
@@ -213,11 +212,8 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
 #[async_trait]
 impl Model for AnthropicModel {
     fn describe(&self) -> String {
-        format!(
-            "anthropic {} at {}",
-            self.settings.model,
-            self.settings.root()
-        )
+        let root = http::without_credentials(self.settings.root());
+        format!("anthropic {} at {root}", self.settings.model)
     }
 
     fn context_window(&self) -> Option<usize> {
@@ -226,19 +222,18 @@ impl Model for AnthropicModel {
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let body = self.request_body(request);
-        let answer = with_retries(&self.settings.retry, &self.endpoint, || {
-            let mut post = self
+        let post = || {
+            let post = self
                 .client
                 .post(&self.endpoint)
                 .header("anthropic-version", ANTHROPIC_VERSION)
                 .json(&body);
-            if let Some(key) = &self.settings.api_key {
-                post = post.header("x-api-key", key);
+            match &self.settings.api_key {
+                Some(key) => post.header("x-api-key", key),
+                None => post,
             }
-            http::exchange(post, self.settings.timeout_secs)
-        })
-        .await?;
-        parse_reply(&answer)
+        };
+        http::call(&self.settings, &self.endpoint, post, parse_reply).await
     }
 }
 

@@ -1,5 +1,6 @@
-//! What the HTTP providers share: their settings, and one JSON exchange with a model endpoint,
-//! with every way it can fail sorted into a [`ModelError`] the retry loop can judge.
+//! What the HTTP providers share: their settings, and one call to a model endpoint (JSON
+//! exchanges with retries), with every way it can fail sorted into a [`ModelError`] the retry
+//! loop can judge and cleaned by one [`Redactor`] before anything logs it.
 
 use std::fmt;
 use std::time::Duration;
@@ -9,12 +10,8 @@ use reqwest::{RequestBuilder, Response};
 use serde_json::Value;
 
 use super::ModelError;
-use super::retry::{Failure, RetryPolicy};
-
-/// The most of an error body kept in [`ModelError::Http`]. Providers explain themselves in the
-/// first few hundred characters; the rest (HTML error pages, echoed prompts) would flood the
-/// task's failure reason and the logs.
-pub const MAX_ERROR_BODY_CHARS: usize = 500;
+use super::redact::Redactor;
+use super::retry::{Failure, RetryPolicy, with_retries};
 
 /// The largest answer read. A chat completion is kilobytes; a misbehaving or hostile endpoint
 /// must not be able to make the harness buffer without bound.
@@ -76,20 +73,92 @@ pub(crate) fn client() -> Result<reqwest::Client, String> {
         .map_err(|err| error_chain(&err))
 }
 
-/// Sends one request and reads its JSON answer, all within `timeout_secs`.
-pub(crate) async fn exchange(request: RequestBuilder, timeout_secs: u64) -> Result<Value, Failure> {
+/// One model call with the provider's retries: `request` builds each attempt to `endpoint`,
+/// `parse` reads the JSON answer. Every error leaving an attempt is cleaned by a [`Redactor`] of
+/// the credentials the request carries (the key masked wherever the endpoint echoed it, the
+/// text capped and escaped), so neither the retry loop's log lines nor the caller ever hold the
+/// raw text. Logs name the endpoint without the credentials its URL may hold.
+pub(crate) async fn call<T>(
+    settings: &HttpSettings,
+    endpoint: &str,
+    request: impl Fn() -> RequestBuilder,
+    parse: impl Fn(&Value) -> Result<T, ModelError>,
+) -> Result<T, ModelError> {
+    let shown = without_credentials(endpoint);
+    with_retries(&settings.retry, &shown, || async {
+        // Built only when an attempt failed: a successful call pays nothing for it.
+        let redactor = || Redactor::new(credentials(settings, request()));
+        let answer = exchange(request(), settings.timeout_secs)
+            .await
+            .map_err(|failure| Failure {
+                error: failure.error.redacted(&redactor()),
+                retry_after: failure.retry_after,
+            })?;
+        parse(&answer).map_err(|err| Failure::from(err.redacted(&redactor())))
+    })
+    .await
+}
+
+/// The headers that carry a credential, whichever provider or proxy reads them.
+const CREDENTIAL_HEADERS: [&str; 4] = [
+    "authorization",
+    "proxy-authorization",
+    "x-api-key",
+    "api-key",
+];
+
+/// Every secret a request carries, as an endpoint might echo it: the API key, the password of
+/// the URL, and each credential header's value whole and without its scheme (`Bearer …`, and
+/// the `Basic …` reqwest makes of a URL's user and password).
+fn credentials(settings: &HttpSettings, request: RequestBuilder) -> Vec<String> {
+    let mut secrets: Vec<String> = settings.api_key.iter().cloned().collect();
+    if let Ok(url) = reqwest::Url::parse(settings.root())
+        && let Some(password) = url.password()
+    {
+        secrets.push(password.to_string());
+    }
+    if let Ok(built) = request.build() {
+        for name in CREDENTIAL_HEADERS {
+            for value in built.headers().get_all(name) {
+                let text = String::from_utf8_lossy(value.as_bytes()).into_owned();
+                if let Some((_scheme, token)) = text.trim().split_once(' ') {
+                    secrets.push(token.to_string());
+                }
+                secrets.push(text);
+            }
+        }
+    }
+    secrets
+}
+
+/// `url` without the user and password it may carry, for the log and `harness check`.
+pub(crate) fn without_credentials(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.as_str().trim_end_matches('/').to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Sends one request and reads its JSON answer, all within `timeout_secs`. The errors hold the
+/// endpoint's raw text; [`call`] cleans them.
+async fn exchange(request: RequestBuilder, timeout_secs: u64) -> Result<Value, Failure> {
     let limit = Duration::from_secs(timeout_secs);
     match tokio::time::timeout(limit, exchange_untimed(request)).await {
         Ok(result) => result,
-        Err(_) => Err(ModelError::Timeout(timeout_secs).into()),
+        Err(_) => Err(ModelError::Timeout {
+            secs: timeout_secs,
+            retries: 0,
+        }
+        .into()),
     }
 }
 
 async fn exchange_untimed(request: RequestBuilder) -> Result<Value, Failure> {
-    let response = request
-        .send()
-        .await
-        .map_err(|err| ModelError::Transport(error_chain(&err)))?;
+    let response = request.send().await.map_err(transport)?;
     let status = response.status();
     let retry_after = retry_after(response.headers());
     let body = read_limited(response).await?;
@@ -97,28 +166,32 @@ async fn exchange_untimed(request: RequestBuilder) -> Result<Value, Failure> {
         return Err(Failure {
             error: ModelError::Http {
                 status: status.as_u16(),
-                body: truncate(&String::from_utf8_lossy(&body), MAX_ERROR_BODY_CHARS),
+                body: String::from_utf8_lossy(&body).into_owned(),
+                retries: 0,
             },
             retry_after,
         });
     }
     serde_json::from_slice(&body).map_err(|err| {
-        ModelError::InvalidResponse(format!(
-            "not JSON ({err}): {}",
-            truncate(&String::from_utf8_lossy(&body), MAX_ERROR_BODY_CHARS)
-        ))
-        .into()
+        let text = String::from_utf8_lossy(&body);
+        ModelError::InvalidResponse(format!("not JSON ({err}): {text}")).into()
     })
+}
+
+/// A connection failure, without the URL reqwest would print: the base URL may carry
+/// credentials, and names an internal host.
+fn transport(err: reqwest::Error) -> Failure {
+    ModelError::Transport {
+        detail: error_chain(&err.without_url()),
+        retries: 0,
+    }
+    .into()
 }
 
 /// Reads the body chunk by chunk, refusing one larger than [`MAX_RESPONSE_BYTES`].
 async fn read_limited(mut response: Response) -> Result<Vec<u8>, Failure> {
     let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|err| ModelError::Transport(error_chain(&err)))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(transport)? {
         if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
             return Err(ModelError::InvalidResponse(format!(
                 "the answer is larger than {MAX_RESPONSE_BYTES} bytes"
@@ -136,14 +209,6 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let text = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     let seconds: f64 = text.parse().ok()?;
     Duration::try_from_secs_f64(seconds).ok()
-}
-
-/// At most `max` characters of `text`, with an ellipsis when something was cut.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }
 
 /// An error and its causes on one line: reqwest's own message ("error sending request") says
@@ -191,9 +256,44 @@ mod tests {
     }
 
     #[test]
-    fn truncation_counts_characters_not_bytes() {
-        assert_eq!(truncate("héllo", 10), "héllo");
-        assert_eq!(truncate("héllo", 2), "hé…");
+    fn a_url_is_shown_without_its_user_and_password() {
+        assert_eq!(
+            without_credentials("https://user:s3cret@proxy.example/v1"),
+            "https://proxy.example/v1"
+        );
+        assert_eq!(
+            without_credentials("http://127.0.0.1:11434/v1/"),
+            "http://127.0.0.1:11434/v1/"
+        );
+        assert_eq!(without_credentials("not a url"), "not a url");
+    }
+
+    #[test]
+    fn the_credentials_of_a_request_are_its_key_its_password_and_its_headers() {
+        let settings = HttpSettings {
+            base_url: "https://user:s3cret@proxy.example/v1".into(),
+            model: "m".into(),
+            api_key: Some("sk-1".into()),
+            timeout_secs: 1,
+            max_output_tokens: 1,
+            context_window: None,
+            retry: RetryPolicy::new(0),
+        };
+        let request = reqwest::Client::new()
+            .post(settings.root())
+            .header("x-api-key", "sk-1");
+        let secrets = credentials(&settings, request);
+        // reqwest turns the URL's user and password into a Basic header.
+        assert_eq!(
+            secrets,
+            [
+                "sk-1",
+                "s3cret",
+                "dXNlcjpzM2NyZXQ=",
+                "Basic dXNlcjpzM2NyZXQ=",
+                "sk-1"
+            ]
+        );
     }
 
     #[test]

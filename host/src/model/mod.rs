@@ -3,12 +3,16 @@
 //!
 //! The engine builds one [`ModelRequest`] per turn; a provider maps it to its wire format, sends
 //! it (retrying 429, 5xx and timeouts with backoff) and maps the answer back to a [`ModelReply`].
-//! Cancellation is the caller's: dropping the future aborts the HTTP request.
+//! Cancellation is the caller's: dropping the future aborts the HTTP request. A failed call is a
+//! [`ModelError`] whose endpoint text is already cleaned for the log (the key masked, capped,
+//! escaped) and whose [`ModelError::public_reason`] is all a task's reader is told.
 
 pub mod anthropic;
 pub mod conformance;
+pub mod error;
 pub mod http;
 pub mod openai;
+pub mod redact;
 pub mod retry;
 pub mod scripted;
 pub mod unconfigured;
@@ -25,8 +29,10 @@ use crate::config::{ModelConfig, Provider};
 
 pub use anthropic::AnthropicModel;
 pub use conformance::ConformanceModel;
+pub use error::ModelError;
 pub use http::HttpSettings;
 pub use openai::OpenAiModel;
+pub use redact::{REDACTED, Redactor};
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptError, ScriptedModel};
 pub use unconfigured::{NO_MODEL_EXPLANATION, UnconfiguredModel};
@@ -160,34 +166,6 @@ pub struct Finish {
 pub struct TurnReply {
     pub reply: ModelReply,
     pub finish: Option<Finish>,
-}
-
-/// Why a model call failed. The message is shown as the task's failure reason.
-#[derive(Debug, thiserror::Error)]
-pub enum ModelError {
-    #[error("no model is configured: {0}")]
-    NotConfigured(String),
-    #[error("model endpoint answered HTTP {status}: {body}")]
-    Http { status: u16, body: String },
-    #[error("model call timed out after {0} s")]
-    Timeout(u64),
-    #[error("could not reach the model endpoint: {0}")]
-    Transport(String),
-    #[error("the model's answer could not be read: {0}")]
-    InvalidResponse(String),
-    #[error("the scripted model has no reply {index} (the script has {len})")]
-    ScriptExhausted { index: usize, len: usize },
-}
-
-impl ModelError {
-    /// Whether a retry may succeed: rate limits, server errors, timeouts and broken connections.
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            ModelError::Http { status, .. } => *status == 429 || *status >= 500,
-            ModelError::Timeout(_) | ModelError::Transport(_) => true,
-            _ => false,
-        }
-    }
 }
 
 /// A language model the engine can call.

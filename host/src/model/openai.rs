@@ -5,7 +5,6 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::http::{self, HttpSettings};
-use super::retry::with_retries;
 use super::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
 
 /// The API root OpenAI's own clients use.
@@ -187,15 +186,16 @@ fn invalid(message: &str) -> ModelError {
     ModelError::InvalidResponse(message.to_string())
 }
 
+/// Quotes the answer whole: [`http::call`] masks the key in it before it is cut for the log.
 fn missing(what: &str, body: &Value) -> ModelError {
-    let shown = http::truncate(&body.to_string(), http::MAX_ERROR_BODY_CHARS);
-    ModelError::InvalidResponse(format!("no {what} in the answer: {shown}"))
+    ModelError::InvalidResponse(format!("no {what} in the answer: {body}"))
 }
 
 #[async_trait]
 impl Model for OpenAiModel {
     fn describe(&self) -> String {
-        format!("openai {} at {}", self.settings.model, self.settings.root())
+        let root = http::without_credentials(self.settings.root());
+        format!("openai {} at {root}", self.settings.model)
     }
 
     fn context_window(&self) -> Option<usize> {
@@ -204,15 +204,14 @@ impl Model for OpenAiModel {
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let body = self.request_body(request);
-        let answer = with_retries(&self.settings.retry, &self.endpoint, || {
-            let mut post = self.client.post(&self.endpoint).json(&body);
-            if let Some(key) = &self.settings.api_key {
-                post = post.bearer_auth(key);
+        let post = || {
+            let post = self.client.post(&self.endpoint).json(&body);
+            match &self.settings.api_key {
+                Some(key) => post.bearer_auth(key),
+                None => post,
             }
-            http::exchange(post, self.settings.timeout_secs)
-        })
-        .await?;
-        parse_reply(&answer)
+        };
+        http::call(&self.settings, &self.endpoint, post, parse_reply).await
     }
 }
 

@@ -93,7 +93,8 @@ impl From<ModelError> for Failure {
 }
 
 /// Runs `attempt` until it succeeds, fails with an error that is not retryable, or has been
-/// retried `policy.max_retries` times; the last error is returned. `what` names the call in logs.
+/// retried `policy.max_retries` times; the last error is returned, with the count of retries
+/// made ([`ModelError::after_retries`]). `what` names the call in logs.
 pub async fn with_retries<T, F, Fut>(
     policy: &RetryPolicy,
     what: &str,
@@ -110,7 +111,7 @@ where
             Err(failure) => failure,
         };
         if !failure.error.is_retryable() || retry >= policy.max_retries {
-            return Err(failure.error);
+            return Err(failure.error.after_retries(retry));
         }
         let delay = policy.delay(retry, failure.retry_after, rand::random::<f64>());
         tracing::warn!(
@@ -145,6 +146,7 @@ mod tests {
         ModelError::Http {
             status,
             body: String::new(),
+            retries: 0,
         }
         .into()
     }
@@ -182,7 +184,11 @@ mod tests {
         let result = with_retries(&fast(3), "test", || async {
             match calls.fetch_add(1, Ordering::SeqCst) {
                 0 => Err(http(429)),
-                1 => Err(ModelError::Timeout(1).into()),
+                1 => Err(ModelError::Timeout {
+                    secs: 1,
+                    retries: 0,
+                }
+                .into()),
                 _ => Ok("answer"),
             }
         })
@@ -199,7 +205,14 @@ mod tests {
             Err(http(503))
         })
         .await;
-        assert!(matches!(result, Err(ModelError::Http { status: 503, .. })));
+        assert!(matches!(
+            result,
+            Err(ModelError::Http {
+                status: 503,
+                retries: 2,
+                ..
+            })
+        ));
         assert_eq!(calls.load(Ordering::SeqCst), 3);
     }
 
@@ -211,7 +224,14 @@ mod tests {
             Err(http(400))
         })
         .await;
-        assert!(matches!(result, Err(ModelError::Http { status: 400, .. })));
+        assert!(matches!(
+            result,
+            Err(ModelError::Http {
+                status: 400,
+                retries: 0,
+                ..
+            })
+        ));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 
@@ -220,10 +240,14 @@ mod tests {
         let calls = AtomicU32::new(0);
         let result: Result<(), _> = with_retries(&fast(0), "test", || async {
             calls.fetch_add(1, Ordering::SeqCst);
-            Err(ModelError::Transport("refused".into()).into())
+            Err(ModelError::Transport {
+                detail: "refused".into(),
+                retries: 0,
+            }
+            .into())
         })
         .await;
-        assert!(matches!(result, Err(ModelError::Transport(_))));
+        assert!(matches!(result, Err(ModelError::Transport { .. })));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
 
@@ -237,6 +261,7 @@ mod tests {
                     error: ModelError::Http {
                         status: 429,
                         body: String::new(),
+                        retries: 0,
                     },
                     retry_after: Some(Duration::from_secs(60)),
                 })

@@ -285,3 +285,6 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties;
