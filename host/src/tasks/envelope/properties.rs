@@ -221,6 +221,7 @@ fn valid_brief() -> BoxedStrategy<TaskExtension> {
                     version: None,
                 }),
                 state: None,
+                deadline: None,
             }
         });
     let criterion = (".{0,12}", any::<bool>()).prop_map(|(text, met)| Criterion { text, met });
