@@ -40,6 +40,8 @@ enum Behaviour {
     EndlessLine,
     /// `SendMessage` answers HTTP 500 with a 30 MB body of forged log lines.
     HugeError,
+    /// `SendMessage` answers a JSON-RPC error quoting the bearer token it was sent.
+    EchoToken,
 }
 
 #[derive(Default)]
@@ -92,7 +94,11 @@ fn child_task(state: &str, answer: Option<&str>) -> Value {
     json!({"id": "child-1", "contextId": "ctx", "status": status})
 }
 
-async fn rpc(State((behaviour, seen)): State<StubState>, Json(body): Json<Value>) -> Response {
+async fn rpc(
+    State((behaviour, seen)): State<StubState>,
+    headers: axum::http::HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
     let method = body["method"].as_str().unwrap_or_default().to_string();
     seen.methods.lock().unwrap().push(method.clone());
     let reply = |result: Value| {
@@ -100,6 +106,15 @@ async fn rpc(State((behaviour, seen)): State<StubState>, Json(body): Json<Value>
     };
     match (behaviour, method.as_str()) {
         (Behaviour::HugeError, "SendMessage") => huge_error(seen),
+        (Behaviour::EchoToken, "SendMessage") => {
+            let sent = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let message = format!("token {sent} is not accepted here");
+            Json(json!({"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32600, "message": message}}))
+                .into_response()
+        }
         (Behaviour::Forged, "SendMessage") => {
             reply(json!({"task": child_task("TASK_STATE_COMPLETED", Some(FORGED_ANSWER))}))
         }
@@ -380,5 +395,31 @@ async fn an_agents_thirty_megabyte_error_body_is_neither_kept_nor_logged() {
     for line in log.lines() {
         assert!(!line.starts_with(FORGED_LOG_LINE), "a forged line: {line}");
         assert!(line.len() < 8 * 1024, "a log line of {} bytes", line.len());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_echoes_the_token_it_was_sent_cannot_pass_it_to_the_model() {
+    const TOKEN: &str = "agent-token-canary-5f1e";
+    let (stub, _) = stub_agent(Behaviour::EchoToken).await;
+    let model = parent_model();
+    let config = format!("{}token_env = \"STUB_TOKEN\"\n", parent_config(&stub, 3600));
+    let env = vec![("STUB_TOKEN".to_string(), TOKEN.to_string())];
+    let node = Node::start_with_env(&config, model.clone(), env).await;
+    let parent = node.send("What is the balance?", false).await;
+    assert_eq!(answer(&parent), "the sub-task could not be created");
+    let result = last_tool_result(model.requests().last().unwrap()).unwrap();
+    assert!(
+        result.contains(
+            "[subtask.failed] could not create the sub-task: stub refused: token Bearer [redacted] is not accepted here"
+        ),
+        "{result}"
+    );
+    for request in model.requests() {
+        assert!(
+            !serde_json::to_string(&request.messages)
+                .unwrap()
+                .contains(TOKEN)
+        );
     }
 }

@@ -62,6 +62,12 @@ impl Redactor {
         self.mask(&escaped).into_owned()
     }
 
+    /// `text` with every secret replaced by [`REDACTED`], and nothing else changed: for text a
+    /// model reads whole (an agent's answer), where [`Redactor::clean`]'s cut would lose it.
+    pub fn mask_only(&self, text: &str) -> String {
+        self.mask(text).into_owned()
+    }
+
     fn mask<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for secret in &self.secrets {

@@ -184,16 +184,38 @@ impl Node {
         let text =
             format!("[server]\nbind = \"127.0.0.1:0\"\n[store]\npath = \"harness.db\"\n{extra}");
         std::fs::write(&config_path, text).unwrap();
-        Node::serve(dir, config_path, model).await
+        Node::serve(dir, config_path, model, Vec::new()).await
+    }
+
+    /// [`Node::start`], the environment variables `env` (name, value) standing in for the
+    /// process's own (for `token_env` settings).
+    pub async fn start_with_env(
+        extra: &str,
+        model: Arc<dyn Model>,
+        env: Vec<(String, String)>,
+    ) -> Node {
+        let dir = Arc::new(tempfile::tempdir().unwrap());
+        let config_path = dir.path().join("config.toml");
+        let text =
+            format!("[server]\nbind = \"127.0.0.1:0\"\n[store]\npath = \"harness.db\"\n{extra}");
+        std::fs::write(&config_path, text).unwrap();
+        Node::serve(dir, config_path, model, env).await
     }
 
     async fn serve(
         dir: Arc<tempfile::TempDir>,
         config_path: PathBuf,
         model: Arc<dyn Model>,
+        env: Vec<(String, String)>,
     ) -> Node {
         let config = Config::load(&config_path).unwrap();
-        let runtime = Runtime::build_with_model(config, model).await.unwrap();
+        let runtime = Runtime::build_with_model_and_env(config, model, move |name: &str| {
+            env.iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        })
+        .await
+        .unwrap();
         let listener = runtime.bind().await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -219,7 +241,13 @@ impl Node {
     /// a new model (and a new port).
     pub async fn restart(mut self, model: Arc<dyn Model>) -> Node {
         self.shutdown().await;
-        Node::serve(self.dir.clone(), self.config_path.clone(), model).await
+        Node::serve(
+            self.dir.clone(),
+            self.config_path.clone(),
+            model,
+            Vec::new(),
+        )
+        .await
     }
 
     pub async fn shutdown(&mut self) {

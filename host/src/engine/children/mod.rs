@@ -24,6 +24,7 @@ use crate::a2a::types::{
     SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
 };
 use crate::agents::{Registry, SELF_ID};
+use crate::model::Redactor;
 use crate::store::{Store, StoreError};
 use crate::tasks::extension::{AgentRef, EXTENSION_URI, TaskLink};
 use crate::tasks::hub::TaskHub;
@@ -77,6 +78,9 @@ pub struct Children {
     clients: Mutex<HashMap<String, Arc<A2aClient>>>,
     /// One follower per open child, by child task id.
     followers: Mutex<HashMap<String, CancellationToken>>,
+    /// Masks the tokens this harness sends (its own secret, the agents' tokens) in whatever an
+    /// agent says back, so that an agent echoing one cannot pass it through the model.
+    redactor: Redactor,
     stop: CancellationToken,
     tracker: TaskTracker,
 }
@@ -85,6 +89,9 @@ impl Children {
     /// Children of tasks in `hub`, sent to the agents of `registry`.
     pub fn new(hub: Arc<TaskHub>, registry: Arc<Registry>, settings: ChildSettings) -> Children {
         Children {
+            redactor: Redactor::new(
+                std::iter::once(&settings.self_secret).chain(settings.tokens.values()),
+            ),
             hub,
             registry,
             settings,
@@ -159,7 +166,7 @@ impl Children {
         let response = client
             .send_message(send)
             .await
-            .map_err(|err| unreachable_error(&agent_id, "create the sub-task", &err))?;
+            .map_err(|err| self.unreachable_error(&agent_id, "create the sub-task", &err))?;
         match response {
             SendMessageResponse::Task(task) => {
                 tracing::info!(parent = %request.parent.id, child = %task.id, agent = %agent_id, "sub-task created");
@@ -180,7 +187,12 @@ impl Children {
                 "subtask.no_task",
                 format!(
                     "{agent_id} answered at once instead of creating a task, so there is nothing to follow; its answer: {}",
-                    report::note_text("-", &agent_id, TaskState::Completed, &message.text())
+                    report::note_text(
+                        "-",
+                        &agent_id,
+                        TaskState::Completed,
+                        &self.redactor.mask_only(&message.text())
+                    )
                 ),
             )),
         }
@@ -283,7 +295,7 @@ impl Children {
                 }
             }
             Ok(Err(err)) => {
-                tracing::warn!(%parent, %child, %agent, "could not cancel the sub-task: {err}")
+                tracing::warn!(%parent, %child, %agent, "could not cancel the sub-task: {}", self.redactor.mask_only(&err.to_string()))
             }
             Err(_) => tracing::warn!(%parent, %child, %agent, "cancelling the sub-task timed out"),
         }
@@ -299,7 +311,14 @@ impl Children {
     /// Records a child's news on its parent and wakes the parent when its model has something
     /// to read.
     fn report(&self, parent: &str, child: &str, agent: &str, news: &ChildNews) {
-        match report::record(&self.hub, parent, child, agent, news) {
+        let news = ChildNews {
+            state: news.state,
+            note: news
+                .note
+                .as_deref()
+                .map(|note| self.redactor.mask_only(note)),
+        };
+        match report::record(&self.hub, parent, child, agent, &news) {
             Ok(true) => {
                 if let Some(engine) = self.engine.get().and_then(Weak::upgrade) {
                     engine.wake(parent);
@@ -310,6 +329,27 @@ impl Children {
                 tracing::error!(%parent, %child, "cannot record the sub-task's news: {err}")
             }
         }
+    }
+
+    /// A failed call to an agent, as the model reads it: what failed and why, never the URL
+    /// nor a token this harness sent.
+    fn unreachable_error(&self, agent: &str, doing: &str, err: &ClientError) -> ToolError {
+        let detail = self.redactor.mask_only(&err.to_string());
+        tracing::warn!(%agent, "could not {doing}: {detail}");
+        let why = match err {
+            ClientError::Rpc { message, .. } => format!("{agent} refused: {message}"),
+            ClientError::Status { status, .. } => format!("{agent} answered HTTP {status}"),
+            ClientError::Transport { .. } => format!("{agent} could not be reached"),
+            ClientError::InvalidResponse { .. } => format!("{agent} sent an invalid response"),
+            ClientError::Build(_) | ClientError::Unsupported(_) => {
+                format!("{agent} cannot be called from here")
+            }
+        };
+        ToolError::new(
+            "subtask.failed",
+            self.redactor
+                .mask_only(&format!("could not {doing}: {why}")),
+        )
     }
 
     fn is_trusted_by(&self, agent: &str) -> bool {
@@ -407,21 +447,6 @@ pub fn depth_of(store: &Store, record: &TaskRecord) -> u32 {
         }
     }
     depth
-}
-
-/// A failed call to an agent, as the model reads it: what failed and why, never the URL.
-fn unreachable_error(agent: &str, doing: &str, err: &ClientError) -> ToolError {
-    tracing::warn!(%agent, "could not {doing}: {err}");
-    let why = match err {
-        ClientError::Rpc { message, .. } => format!("{agent} refused: {message}"),
-        ClientError::Status { status, .. } => format!("{agent} answered HTTP {status}"),
-        ClientError::Transport { .. } => format!("{agent} could not be reached"),
-        ClientError::InvalidResponse { .. } => format!("{agent} sent an invalid response"),
-        ClientError::Build(_) | ClientError::Unsupported(_) => {
-            format!("{agent} cannot be called from here")
-        }
-    };
-    ToolError::new("subtask.failed", format!("could not {doing}: {why}"))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
