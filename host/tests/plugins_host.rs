@@ -29,6 +29,7 @@ fn settings(dir: Option<&std::path::Path>) -> PluginSettings {
             memory_bytes: 64 * 1024 * 1024,
             deadline: Duration::from_millis(1000),
         },
+        ..PluginSettings::default()
     }
 }
 
