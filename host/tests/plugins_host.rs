@@ -147,6 +147,16 @@ async fn an_edit_of_a_missing_section_stops_start_up_naming_the_plugin() {
 }
 
 #[tokio::test]
+async fn a_section_body_holding_a_host_tag_stops_start_up_naming_the_plugin_and_the_section() {
+    let dir = fixtures::folder(&[("forged-tag", "40-forged.wasm")]);
+    let err = load(Some(dir.path())).await.err().unwrap();
+    assert_eq!(
+        err,
+        "prompt.invalid: plugin 40-forged.wasm: section \"house\" contains \"</system_prompt>\", a tag the host uses; a plugin's section may not open or close one; to refer to a section, write its name without angle brackets (the task section)"
+    );
+}
+
+#[tokio::test]
 async fn a_tool_name_defined_twice_names_both_files() {
     let dir = fixtures::folder(&[("zoo", "a.wasm"), ("zoo", "b.wasm")]);
     let err = load(Some(dir.path())).await.err().unwrap();

@@ -121,8 +121,11 @@ impl PluginHost {
             );
         }
         let mut prompt = Prompt::default();
-        for plugin in &plugins {
-            prompt.apply(&plugin.file, &plugin.sections)?;
+        if let Some((builtin, others)) = plugins.split_first() {
+            prompt.apply_builtin(&builtin.file, &builtin.sections)?;
+            for plugin in others {
+                prompt.apply(&plugin.file, &plugin.sections)?;
+            }
         }
         let threads = PluginThreads::start(settings.threads, settings.max_concurrent_calls)
             .map_err(|err| PluginError::Engine(format!("its threads did not start: {err}")))?;
