@@ -20,16 +20,14 @@ pub fn escape(text: &str) -> String {
 /// [`escape`] with its own cap, counted in characters of the input.
 pub fn escape_capped(text: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max_chars) + 16);
-    let mut taken = 0usize;
     let mut chars = text.chars();
-    for c in chars.by_ref() {
+    for (taken, c) in chars.by_ref().enumerate() {
         if taken == max_chars {
             // Put the character back into the count of those left out.
             let rest = 1 + chars.count();
             let _ = write!(out, "… ({rest} more characters)");
             return out;
         }
-        taken += 1;
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
