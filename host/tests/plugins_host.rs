@@ -404,7 +404,11 @@ async fn a_cache_folder_others_can_write_is_not_used_and_the_plugins_still_load(
         .filter(|line| line.contains("plugin compile cache"))
         .map(str::to_string)
         .collect();
-    assert_eq!(warnings.len(), 1, "one warning for the folder: {warnings:?}");
+    assert_eq!(
+        warnings.len(),
+        1,
+        "one warning for the folder: {warnings:?}"
+    );
     assert!(
         warnings[0].contains(" WARN ")
             && warnings[0].contains("not using the plugin compile cache: it is writable by its group and others (mode 777); make it private with chmod go-w; plugins are compiled in memory at every start")

@@ -90,7 +90,9 @@ impl CompileCache {
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
         let dir = match &self.dir {
             CacheDir::None => return Ok((Component::new(engine, bytes)?, CacheOutcome::Disabled)),
-            CacheDir::Refused => return Ok((Component::new(engine, bytes)?, CacheOutcome::Refused)),
+            CacheDir::Refused => {
+                return Ok((Component::new(engine, bytes)?, CacheOutcome::Refused));
+            }
             CacheDir::Usable(dir) => dir,
         };
         let name = format!("{}.{FILE_SUFFIX}", key(engine, bytes));
@@ -270,7 +272,11 @@ mod tests {
             "it is writable by its group and others (mode 777); make it private with chmod go-w"
         );
         chmod(dir.path(), 0o770);
-        assert!(prepare(dir.path()).unwrap_err().contains("by its group (mode 770)"));
+        assert!(
+            prepare(dir.path())
+                .unwrap_err()
+                .contains("by its group (mode 770)")
+        );
         chmod(dir.path(), 0o755);
         assert_eq!(prepare(dir.path()), Ok(()));
     }
@@ -282,10 +288,7 @@ mod tests {
         write(&path, &encode("k.v1.cwasm", b"native code")).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert_eq!(
-            read(&path, "k.v1.cwasm"),
-            Ok(Some(b"native code".to_vec()))
-        );
+        assert_eq!(read(&path, "k.v1.cwasm"), Ok(Some(b"native code".to_vec())));
         assert_eq!(
             read(&path, "other.v1.cwasm").unwrap_err(),
             "its content does not match its digest",

@@ -122,7 +122,11 @@ impl StoreData {
     ) -> Result<SubtaskRef, WitToolError> {
         let (record, message_id, host) = {
             let call = self.in_call()?;
-            (call.record.clone(), call.next_message_id(), call.host.clone())
+            (
+                call.record.clone(),
+                call.next_message_id(),
+                call.host.clone(),
+            )
         };
         let Some(host) = host else {
             return Err(wit_error(
@@ -298,7 +302,8 @@ impl host::Host for StoreData {
             };
             (children, child)
         };
-        self.create_child(children, SELF_ID.to_string(), child, step).await
+        self.create_child(children, SELF_ID.to_string(), child, step)
+            .await
     }
 
     async fn set_participant_role(

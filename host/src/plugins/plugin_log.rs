@@ -300,7 +300,11 @@ mod tests {
         });
         let written: usize = records.iter().map(String::len).sum();
         assert!(written < MAX_LOG_BYTES_PER_CALL + 1_024, "{written}");
-        assert_eq!(records.len(), 7, "six records fill 64 KiB, then one warning");
+        assert_eq!(
+            records.len(),
+            7,
+            "six records fill 64 KiB, then one warning"
+        );
         assert!(records.last().unwrap().contains("of one call were dropped"));
     }
 

@@ -17,9 +17,9 @@ use super::loader::LoadedPlugin;
 use super::sandbox::CallLimits;
 use super::threads::PluginThreads;
 use crate::agents::Registry;
-use crate::log_field::escape;
 use crate::engine::children::Children;
 use crate::engine::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
+use crate::log_field::escape;
 use crate::model::{ToolCall, ToolSpec};
 
 /// Tools one plugin may define.
