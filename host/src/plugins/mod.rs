@@ -33,6 +33,7 @@ pub use sandbox::CallLimits;
 pub use threads::THREAD_NAME_PREFIX;
 pub use toolbox::Toolbox;
 
+use crate::log_field::escape_capped;
 use cache::CompileCache;
 use loader::LoadedPlugin;
 use threads::PluginThreads;
@@ -44,6 +45,9 @@ pub const BUILTIN_NAME: &str = "builtin";
 /// Plugin files a folder may hold before start-up refuses it, a guard against pointing
 /// `plugins.dir` at the wrong folder.
 pub const MAX_PLUGIN_FILES: usize = 256;
+/// How much of a plugin's name, version or section name `harness plugins` shows: enough for any
+/// honest one.
+const MAX_SUMMARY_FIELD_CHARS: usize = 100;
 
 /// Where plugins come from and how they run.
 #[derive(Debug, Clone)]
@@ -147,18 +151,20 @@ impl PluginHost {
         self.toolbox.clone()
     }
 
-    /// What each plugin contributed, in load order.
+    /// What each plugin contributed, in load order. The plugin's own words (name, version,
+    /// section names) are escaped and capped: they reach an operator's terminal.
     pub fn summaries(&self) -> Vec<PluginSummary> {
+        let said = |text: &str| escape_capped(text, MAX_SUMMARY_FIELD_CHARS);
         self.plugins
             .iter()
             .map(|p| PluginSummary {
                 file: p.file.clone(),
-                name: p.info.name.clone(),
-                version: p.info.version.clone(),
+                name: said(&p.info.name),
+                version: said(&p.info.version),
                 sections: p
                     .sections
                     .iter()
-                    .map(|s| format!("{} {}", edit_kind(s.kind), s.name))
+                    .map(|s| format!("{} {}", edit_kind(s.kind), said(&s.name)))
                     .collect(),
                 tools: p.tools.iter().map(|t| t.name.clone()).collect(),
                 cache: p.cache,
