@@ -26,6 +26,7 @@ fn settings(dir: Option<std::path::PathBuf>, cache: Option<std::path::PathBuf>) 
             memory_bytes: 64 * 1024 * 1024,
             deadline: Duration::from_secs(1),
         },
+        ..PluginSettings::default()
     }
 }
 

@@ -323,6 +323,8 @@ pub fn plugin_settings(config: &Config) -> PluginSettings {
             memory_bytes: plugins.memory_mb as usize * 1024 * 1024,
             deadline: std::time::Duration::from_millis(plugins.call_timeout_ms),
         },
+        threads: plugins.threads,
+        max_concurrent_calls: plugins.max_concurrent_calls,
     }
 }
 

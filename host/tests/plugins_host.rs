@@ -1,15 +1,17 @@
 //! The plugin host with real components through wasmtime: the builtin alone, plugins that
 //! override and extend sections (golden prompts), start-up errors naming the plugin file, the
 //! sandbox (traps, deadlines, memory, files, environment), schema validation and the compile
-//! cache.
+//! cache with its checks.
 
 mod support {
+    pub mod captured_logs;
     pub mod fixtures;
 }
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use support::captured_logs::CapturedLogs;
 use support::fixtures;
 use tiny_harness::a2a::types::TaskStatus;
 use tiny_harness::config::Config;
@@ -29,6 +31,7 @@ fn settings(dir: Option<&std::path::Path>) -> PluginSettings {
             memory_bytes: 64 * 1024 * 1024,
             deadline: Duration::from_millis(1000),
         },
+        ..PluginSettings::default()
     }
 }
 
@@ -140,6 +143,16 @@ async fn an_edit_of_a_missing_section_stops_start_up_naming_the_plugin() {
     assert_eq!(
         err,
         "prompt.invalid: plugin 30-bad.wasm: there is no section \"tone\" to extend; sections: role, task, participants, tools, skills, agents, rules"
+    );
+}
+
+#[tokio::test]
+async fn a_section_body_holding_a_host_tag_stops_start_up_naming_the_plugin_and_the_section() {
+    let dir = fixtures::folder(&[("forged-tag", "40-forged.wasm")]);
+    let err = load(Some(dir.path())).await.err().unwrap();
+    assert_eq!(
+        err,
+        "prompt.invalid: plugin 40-forged.wasm: section \"house\" contains \"</system_prompt>\", a tag the host uses; a plugin's section may not open or close one; to refer to a section, write its name without angle brackets (the task section)"
     );
 }
 
@@ -307,4 +320,105 @@ async fn a_restart_loads_compiled_plugins_from_the_cache() {
         call(&second, "zoo_echo", json!({})).await.text(),
         "echo: {}"
     );
+}
+
+/// The cache files in `dir`, sorted.
+fn cache_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".v1.cwasm"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn outcomes(host: &PluginHost) -> Vec<CacheOutcome> {
+    host.summaries().iter().map(|s| s.cache).collect()
+}
+
+#[tokio::test]
+async fn a_tampered_cache_file_is_recompiled_with_a_warning_naming_it_and_rewritten() {
+    let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    let cache = tempfile::tempdir().unwrap();
+    let mut with_cache = settings(Some(dir.path()));
+    with_cache.cache_dir = Some(cache.path().to_path_buf());
+    let ctx = offline_prompt_context(&Config::default());
+    PluginHost::load(&with_cache, &ctx).await.unwrap();
+    let files = cache_files(cache.path());
+    assert_eq!(files.len(), 2, "the builtin and zoo.wasm are cached");
+    for file in &files {
+        let mut bytes = std::fs::read(file).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(file, &bytes).unwrap();
+    }
+
+    let (logs, guard) = CapturedLogs::on_this_thread();
+    let second = PluginHost::load(&with_cache, &ctx).await.unwrap();
+    drop(guard);
+    assert_eq!(outcomes(&second), [CacheOutcome::Miss, CacheOutcome::Miss]);
+    let text = logs.text();
+    for file in &files {
+        assert!(
+            text.lines().any(|line| line.contains(" WARN ")
+                && line.contains("recompiling a plugin whose cached file is damaged: its content does not match its digest")
+                && line.contains(&format!("path={}", file.display()))),
+            "no warning names {}:\n{text}",
+            file.display()
+        );
+    }
+    assert_eq!(
+        call(&second, "zoo_echo", json!({})).await.text(),
+        "echo: {}"
+    );
+    let third = PluginHost::load(&with_cache, &ctx).await.unwrap();
+    assert_eq!(
+        outcomes(&third),
+        [CacheOutcome::Hit, CacheOutcome::Hit],
+        "the damaged files were rewritten"
+    );
+}
+
+#[tokio::test]
+async fn a_cache_folder_others_can_write_is_not_used_and_the_plugins_still_load() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut with_cache = settings(Some(dir.path()));
+    with_cache.cache_dir = Some(cache.path().to_path_buf());
+
+    let (logs, guard) = CapturedLogs::on_this_thread();
+    let host = PluginHost::load(&with_cache, &offline_prompt_context(&Config::default()))
+        .await
+        .unwrap();
+    drop(guard);
+    assert_eq!(
+        outcomes(&host),
+        [CacheOutcome::Refused, CacheOutcome::Refused]
+    );
+    let warnings: Vec<String> = logs
+        .text()
+        .lines()
+        .filter(|line| line.contains("plugin compile cache"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        warnings.len(),
+        1,
+        "one warning for the folder: {warnings:?}"
+    );
+    assert!(
+        warnings[0].contains(" WARN ")
+            && warnings[0].contains("not using the plugin compile cache: it is writable by its group and others (mode 777); make it private with chmod go-w; plugins are compiled in memory at every start")
+            && warnings[0].contains(&format!("dir={}", cache.path().display())),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        std::fs::read_dir(cache.path()).unwrap().next().is_none(),
+        "nothing was written to the refused folder"
+    );
+    assert_eq!(call(&host, "zoo_echo", json!({})).await.text(), "echo: {}");
 }

@@ -107,6 +107,7 @@ fn settings(built: &Built) -> PluginSettings {
             memory_bytes: 64 * 1024 * 1024,
             deadline: Duration::from_millis(1000),
         },
+        ..PluginSettings::default()
     }
 }
 

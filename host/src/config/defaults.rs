@@ -87,6 +87,14 @@ pub(super) fn plugin_cache_dir() -> PathBuf {
     PathBuf::from(".tiny-harness/cache")
 }
 
+pub(super) fn plugin_threads() -> usize {
+    2
+}
+
+pub(super) fn plugin_max_concurrent_calls() -> usize {
+    16
+}
+
 /// The model used by the embedded default: OpenAI-compatible when `OPENAI_API_KEY` or
 /// `OPENAI_BASE_URL` is set (which covers Ollama, vLLM and llama.cpp server too), otherwise none.
 /// `OPENAI_MODEL` names the model; it defaults to `gpt-4o-mini`.

@@ -304,6 +304,13 @@ pub struct PluginsConfig {
     /// Where compiled plugins are cached, relative to the configuration file.
     #[serde(default = "defaults::plugin_cache_dir")]
     pub cache_dir: PathBuf,
+    /// Threads guest code runs on, apart from the threads that serve HTTP and drive tasks.
+    #[serde(default = "defaults::plugin_threads")]
+    pub threads: usize,
+    /// Tool calls that may be inside plugins at once; more wait their turn. Bounds the memory
+    /// plugins may hold together (`max_concurrent_calls` × `memory_mb`).
+    #[serde(default = "defaults::plugin_max_concurrent_calls")]
+    pub max_concurrent_calls: usize,
 }
 
 impl Default for PluginsConfig {
@@ -313,6 +320,8 @@ impl Default for PluginsConfig {
             memory_mb: defaults::plugin_memory_mb(),
             call_timeout_ms: defaults::plugin_call_timeout_ms(),
             cache_dir: defaults::plugin_cache_dir(),
+            threads: defaults::plugin_threads(),
+            max_concurrent_calls: defaults::plugin_max_concurrent_calls(),
         }
     }
 }

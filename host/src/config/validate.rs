@@ -191,6 +191,18 @@ fn validate_context(config: &Config) -> Result<(), ConfigError> {
             "must be between 10 and 600000",
         ));
     }
+    if !(1..=64).contains(&config.plugins.threads) {
+        return Err(ConfigError::invalid(
+            "plugins.threads",
+            "must be between 1 and 64",
+        ));
+    }
+    if !(1..=1024).contains(&config.plugins.max_concurrent_calls) {
+        return Err(ConfigError::invalid(
+            "plugins.max_concurrent_calls",
+            "must be between 1 and 1024",
+        ));
+    }
     Ok(())
 }
 
@@ -525,5 +537,20 @@ mod tests {
     fn unknown_provider_names_the_setting() {
         let message = error_of("[model]\nprovider = \"gemini\"\n");
         assert!(message.starts_with("model.provider:"), "{message}");
+    }
+
+    #[test]
+    fn plugin_threads_and_concurrent_calls_are_bounded_and_named() {
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.plugins.threads, 2);
+        assert_eq!(config.plugins.max_concurrent_calls, 16);
+        assert_eq!(
+            error_of("[plugins]\nthreads = 0\n"),
+            "plugins.threads: must be between 1 and 64"
+        );
+        assert_eq!(
+            error_of("[plugins]\nmax_concurrent_calls = 5000\n"),
+            "plugins.max_concurrent_calls: must be between 1 and 1024"
+        );
     }
 }

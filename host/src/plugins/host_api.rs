@@ -1,8 +1,13 @@
 //! The host functions a plugin may call. Each task effect is checked against the task whose tool
 //! call is in flight and recorded; the engine applies the recorded effects only if the call as a
-//! whole succeeds. Outside a call (start-up) every effect fails with `host.no_task`.
+//! whole succeeds. Outside a call (start-up) every effect fails with `host.no_task`. A guest runs
+//! on the plugin threads; the host's network work (creating a child over A2A) runs on the
+//! caller's runtime, so no connection, pool or follower ever depends on the plugin threads.
 
 use std::sync::Arc;
+
+use tokio::runtime::Handle;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::bindings::host::{self, Level, StepInput, SubtaskBrief, SubtaskRef};
 use super::bindings::types::{self, ToolError as WitToolError};
@@ -15,8 +20,6 @@ use crate::engine::tools::{Effect, ToolError};
 use crate::tasks::extension::{Lifecycle, Role};
 use crate::tasks::record::TaskRecord;
 
-/// The longest log line a plugin may write; longer ones are cut, so a plugin cannot flood logs.
-pub const MAX_LOG_CHARS: usize = 2_000;
 /// Effects one call may request: enough for any honest tool, a bound for a runaway one.
 pub const MAX_EFFECTS_PER_CALL: usize = 64;
 
@@ -32,6 +35,9 @@ pub struct CallState {
     pub registry: Option<Arc<Registry>>,
     /// `None` where children cannot be created (tools run outside a server).
     pub children: Option<Arc<Children>>,
+    /// The runtime that asked for the call (the engine's): where the host's own network work
+    /// runs. `None` outside a runtime, where no child can be created.
+    pub host: Option<Handle>,
     /// Children created so far in this call.
     pub spawned: usize,
 }
@@ -104,32 +110,56 @@ impl StoreData {
         Ok(call)
     }
 
-    /// Creates the child over A2A and records its row. The network time is the host's, not
-    /// the guest's: it does not count against the call's deadline.
+    /// Creates the child over A2A and records its row. The request runs on the caller's runtime
+    /// (a connection it opens is driven there and pooled for the followers), and its time is the
+    /// host's, not the guest's: it does not count against the call's deadline.
     async fn create_child(
         &mut self,
-        children: &Children,
-        agent: &str,
+        children: Arc<Children>,
+        agent: String,
         brief: ChildBrief,
         step: Option<String>,
     ) -> Result<SubtaskRef, WitToolError> {
-        let (record, message_id) = {
+        let (record, message_id, host) = {
             let call = self.in_call()?;
-            (call.record.clone(), call.next_message_id())
+            (
+                call.record.clone(),
+                call.next_message_id(),
+                call.host.clone(),
+            )
         };
-        let request = SpawnRequest {
-            parent: &record,
-            agent: Some(agent),
-            brief,
-            message_id,
+        let Some(host) = host else {
+            return Err(wit_error(
+                "subtask.unavailable",
+                "sub-tasks cannot be created where this tool runs",
+            ));
+        };
+        let agent_id = agent.clone();
+        let spawn = async move {
+            let request = SpawnRequest {
+                parent: &record,
+                agent: Some(&agent),
+                brief,
+                message_id,
+            };
+            children.spawn(request).await
         };
         let link = {
             let _waiting = self.host_wait.begin();
-            children.spawn(request).await.map_err(to_wit)?
+            // Aborted with the guest's call, as the request would be were it awaited in place.
+            AbortOnDropHandle::new(host.spawn(spawn))
+                .await
+                .map_err(|_| {
+                    wit_error(
+                        "subtask.unavailable",
+                        "the harness is stopping; the sub-task was not created",
+                    )
+                })?
+                .map_err(to_wit)?
         };
         let reference = SubtaskRef {
             task_id: link.task_id.clone(),
-            agent: agent.to_string(),
+            agent: agent_id,
         };
         if let Some(call) = self.call.as_mut() {
             call.effects.push(Effect::LinkSubtask { link, step });
@@ -154,14 +184,7 @@ impl types::Host for StoreData {}
 
 impl host::Host for StoreData {
     async fn log(&mut self, level: Level, message: String) {
-        let message: String = message.chars().take(MAX_LOG_CHARS).collect();
-        let plugin = self.plugin.as_str();
-        match level {
-            Level::Debug => tracing::debug!(plugin, "{message}"),
-            Level::Info => tracing::info!(plugin, "{message}"),
-            Level::Warn => tracing::warn!(plugin, "{message}"),
-            Level::Error => tracing::error!(plugin, "{message}"),
-        }
+        self.log.write(level, &message);
     }
 
     async fn attach_plan(&mut self, steps: Vec<StepInput>) -> Result<Vec<String>, WitToolError> {
@@ -228,7 +251,7 @@ impl host::Host for StoreData {
             (children, (agent, child, brief.step))
         };
         let (agent, child, step) = request;
-        self.create_child(&children, &agent, child, step).await
+        self.create_child(children, agent, child, step).await
     }
 
     async fn create_task_for_participant(
@@ -279,7 +302,8 @@ impl host::Host for StoreData {
             };
             (children, child)
         };
-        self.create_child(&children, SELF_ID, child, step).await
+        self.create_child(children, SELF_ID.to_string(), child, step)
+            .await
     }
 
     async fn set_participant_role(
@@ -329,6 +353,7 @@ mod tests {
             effects: Vec::new(),
             registry: None,
             children: None,
+            host: None,
             spawned: 0,
         }
     }

@@ -11,7 +11,9 @@ use super::bindings::types::{PluginInfo, PromptContext, SectionEdit, ToolDefinit
 use super::bindings::{HarnessPlugin, HarnessPluginPre};
 use super::cache::{CacheOutcome, CompileCache};
 use super::errors::{PluginError, describe_failure};
+use super::plugin_log::{CallLog, LogRate};
 use super::sandbox::{CallLimits, StoreData, store};
+use crate::log_field::escape;
 
 /// A plugin ready to be called.
 pub struct LoadedPlugin {
@@ -22,6 +24,8 @@ pub struct LoadedPlugin {
     pub sections: Vec<SectionEdit>,
     pub tools: Vec<ToolDefinition>,
     pub cache: CacheOutcome,
+    /// How much it has logged lately, all its calls together.
+    pub log_rate: Arc<LogRate>,
 }
 
 /// The linker every plugin is instantiated with: WASI p2 (nothing granted) and the host API.
@@ -61,7 +65,8 @@ pub async fn load(
         ))
     })?;
 
-    let mut store = store(engine, file, limits, None);
+    let log_rate = Arc::new(LogRate::default());
+    let mut store = store(engine, CallLog::new(file, log_rate.clone()), limits, None);
     let call = |function: &str, err: wasmtime::Error, store: &wasmtime::Store<StoreData>| {
         PluginError::Call {
             file: file.to_string(),
@@ -87,9 +92,9 @@ pub async fn load(
         Err(err) => return Err(call("tools", err, &store)),
     };
     tracing::info!(
-        plugin = file,
-        name = %info.name,
-        version = %info.version,
+        plugin = %escape(file),
+        name = %escape(&info.name),
+        version = %escape(&info.version),
         sections = sections.len(),
         tools = tools.len(),
         cache = ?outcome,
@@ -103,5 +108,6 @@ pub async fn load(
         sections,
         tools,
         cache: outcome,
+        log_rate,
     }))
 }

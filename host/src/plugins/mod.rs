@@ -1,16 +1,20 @@
 //! The plugin host: system-prompt sections and tools come from WebAssembly components
 //! (`wit/plugin.wit`). The builtin plugin is embedded in the binary and loads first; then every
 //! `*.wasm` file in `[plugins] dir`, in file-name order, later plugins winning. Each call runs
-//! in a fresh sandbox (no files, network or environment; a memory cap and a CPU deadline), and a
-//! plugin that fails at a call becomes a `[plugin.failed]` result while the server goes on.
+//! in a fresh sandbox (no files, network or environment; a memory cap and a CPU deadline) on the
+//! plugin threads, never on the threads that serve HTTP, and a plugin that fails at a call
+//! becomes a `[plugin.failed]` result while the server goes on.
 
 mod bindings;
 mod cache;
 mod compose;
 mod errors;
+mod guest_call;
 mod host_api;
 mod loader;
+mod plugin_log;
 mod sandbox;
+mod threads;
 mod toolbox;
 
 use std::path::{Path, PathBuf};
@@ -24,11 +28,15 @@ pub use bindings::types::{
 pub use cache::CacheOutcome;
 pub use compose::{MAX_PROMPT_CHARS, MAX_SECTION_CHARS, Prompt, PromptError};
 pub use errors::PluginError;
+pub use plugin_log::{MAX_LOG_BYTES_PER_CALL, MAX_LOG_LINES_PER_CALL, MAX_LOG_LINES_PER_SECOND};
 pub use sandbox::CallLimits;
+pub use threads::THREAD_NAME_PREFIX;
 pub use toolbox::Toolbox;
 
+use crate::log_field::escape_capped;
 use cache::CompileCache;
 use loader::LoadedPlugin;
+use threads::PluginThreads;
 
 /// The builtin plugin, built for `wasm32-wasip2` by `build.rs` and embedded.
 pub const BUILTIN_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/builtin.wasm"));
@@ -37,6 +45,9 @@ pub const BUILTIN_NAME: &str = "builtin";
 /// Plugin files a folder may hold before start-up refuses it, a guard against pointing
 /// `plugins.dir` at the wrong folder.
 pub const MAX_PLUGIN_FILES: usize = 256;
+/// How much of a plugin's name, version or section name `harness plugins` shows: enough for any
+/// honest one.
+const MAX_SUMMARY_FIELD_CHARS: usize = 100;
 
 /// Where plugins come from and how they run.
 #[derive(Debug, Clone)]
@@ -48,6 +59,10 @@ pub struct PluginSettings {
     /// Where compiled components are cached; `None` compiles every start.
     pub cache_dir: Option<PathBuf>,
     pub limits: CallLimits,
+    /// Threads tool calls run on (`plugins.threads`).
+    pub threads: usize,
+    /// Tool calls inside plugins at once (`plugins.max_concurrent_calls`).
+    pub max_concurrent_calls: usize,
 }
 
 impl Default for PluginSettings {
@@ -60,6 +75,8 @@ impl Default for PluginSettings {
                 memory_bytes: 64 * 1024 * 1024,
                 deadline: Duration::from_millis(1000),
             },
+            threads: 2,
+            max_concurrent_calls: 16,
         }
     }
 }
@@ -85,7 +102,9 @@ pub struct PluginHost {
 
 impl PluginHost {
     /// Loads the builtin and the folder's plugins, composes the prompt and gathers the tools.
-    /// Any failure stops start-up with an error naming the plugin file.
+    /// Any failure stops start-up with an error naming the plugin file. The start-up calls
+    /// (`info`, `sections`, `tools`) run here, before anything is served; tool calls run on the
+    /// plugin threads started here.
     pub async fn load(
         settings: &PluginSettings,
         ctx: &PromptContext,
@@ -106,10 +125,15 @@ impl PluginHost {
             );
         }
         let mut prompt = Prompt::default();
-        for plugin in &plugins {
-            prompt.apply(&plugin.file, &plugin.sections)?;
+        if let Some((builtin, others)) = plugins.split_first() {
+            prompt.apply_builtin(&builtin.file, &builtin.sections)?;
+            for plugin in others {
+                prompt.apply(&plugin.file, &plugin.sections)?;
+            }
         }
-        let toolbox = Arc::new(Toolbox::new(engine, settings.limits, &plugins)?);
+        let threads = PluginThreads::start(settings.threads, settings.max_concurrent_calls)
+            .map_err(|err| PluginError::Engine(format!("its threads did not start: {err}")))?;
+        let toolbox = Arc::new(Toolbox::new(engine, settings.limits, threads, &plugins)?);
         Ok(PluginHost {
             plugins,
             prompt,
@@ -127,18 +151,20 @@ impl PluginHost {
         self.toolbox.clone()
     }
 
-    /// What each plugin contributed, in load order.
+    /// What each plugin contributed, in load order. The plugin's own words (name, version,
+    /// section names) are escaped and capped: they reach an operator's terminal.
     pub fn summaries(&self) -> Vec<PluginSummary> {
+        let said = |text: &str| escape_capped(text, MAX_SUMMARY_FIELD_CHARS);
         self.plugins
             .iter()
             .map(|p| PluginSummary {
                 file: p.file.clone(),
-                name: p.info.name.clone(),
-                version: p.info.version.clone(),
+                name: said(&p.info.name),
+                version: said(&p.info.version),
                 sections: p
                     .sections
                     .iter()
-                    .map(|s| format!("{} {}", edit_kind(s.kind), s.name))
+                    .map(|s| format!("{} {}", edit_kind(s.kind), said(&s.name)))
                     .collect(),
                 tools: p.tools.iter().map(|t| t.name.clone()).collect(),
                 cache: p.cache,

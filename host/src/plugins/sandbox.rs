@@ -1,6 +1,6 @@
 //! The sandbox every plugin call runs in: one shared wasmtime engine with epoch interruption, a
 //! fresh store per call holding exactly what the guest may reach (an empty WASI context, the
-//! in-flight call's state), a memory cap and a CPU deadline.
+//! in-flight call's state, its capped log), a memory cap and a CPU deadline.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,9 +11,11 @@ use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::host_api::CallState;
+use super::plugin_log::CallLog;
 
 /// How often the epoch advances. A guest is checked against its deadline, and yields to the
-/// executor, this often; 10 ms keeps both cheap and prompt.
+/// executor (so the calls sharing the plugin threads take turns), this often; 10 ms keeps both
+/// cheap and prompt.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Tables and instances a plugin may create: generous for any real component, small enough that
 /// a hostile one cannot use them to exhaust host memory.
@@ -109,8 +111,8 @@ pub struct StoreData {
     wasi: WasiCtx,
     table: ResourceTable,
     pub limiter: Limiter,
-    /// The plugin's file name, for log lines it writes.
-    pub plugin: String,
+    /// Where the guest's `log` calls go, capped; it names the plugin.
+    pub log: CallLog,
     /// The task effects of an `invoke`; `None` at start-up.
     pub call: Option<CallState>,
     /// Host network time during the call, excluded from its deadline.
@@ -150,10 +152,10 @@ pub fn engine() -> wasmtime::Result<Engine> {
 /// A fresh store for one call. WASI is the default context: no files, no environment, no
 /// arguments, sockets refused, standard streams discarded. The deadline counts from now, less the
 /// time spent in the host's network work; past it the guest traps at its next epoch check, and
-/// until then it yields every tick so one busy plugin never holds an executor thread.
+/// until then it yields every tick so one busy plugin never holds a plugin thread from the others.
 pub fn store(
     engine: &Engine,
-    plugin: &str,
+    log: CallLog,
     limits: CallLimits,
     call: Option<CallState>,
 ) -> Store<StoreData> {
@@ -164,7 +166,7 @@ pub fn store(
             memory_bytes: limits.memory_bytes,
             memory_denied: Arc::new(AtomicBool::new(false)),
         },
-        plugin: plugin.to_string(),
+        log,
         call,
         host_wait: HostWait::default(),
     };

@@ -1,22 +1,25 @@
 //! The union of every plugin's tools, as the engine calls them: names unique, arguments
 //! validated against each tool's JSON Schema before the plugin runs, every call in a fresh
-//! sandbox, and a failure of any kind turned into a `[plugin.failed]` result for the model.
+//! sandbox on the plugin threads, and a failure of any kind turned into a `[plugin.failed]`
+//! result for the model.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
 use wasmtime::Engine;
 
-use super::errors::{PluginError, describe_failure};
+use super::errors::PluginError;
+use super::guest_call::{GuestCall, GuestResult};
 use super::host_api::CallState;
 use super::loader::LoadedPlugin;
-use super::sandbox::{CallLimits, HostWait, store};
+use super::sandbox::CallLimits;
+use super::threads::PluginThreads;
 use crate::agents::Registry;
 use crate::engine::children::Children;
 use crate::engine::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
+use crate::log_field::escape;
 use crate::model::{ToolCall, ToolSpec};
 
 /// Tools one plugin may define.
@@ -27,9 +30,6 @@ pub const MAX_TOOL_DESCRIPTION_CHARS: usize = 4_000;
 pub const MAX_SCHEMA_CHARS: usize = 16_000;
 /// A result longer than this is cut (and marked) before the model reads it.
 pub const MAX_RESULT_CHARS: usize = 32_000;
-/// Time beyond the guest deadline allowed for instantiation and host functions before the call
-/// is abandoned anyway.
-const CALL_GRACE: Duration = Duration::from_secs(2);
 
 struct Entry {
     plugin: Arc<LoadedPlugin>,
@@ -44,6 +44,8 @@ pub struct Toolbox {
     /// How children are created over A2A; attached once at start-up.
     children: std::sync::OnceLock<Arc<Children>>,
     limits: CallLimits,
+    /// Where every `invoke` runs, away from the threads that serve HTTP and drive tasks.
+    threads: PluginThreads,
     entries: HashMap<String, Entry>,
     specs: Vec<ToolSpec>,
 }
@@ -53,6 +55,7 @@ impl Toolbox {
     pub fn new(
         engine: Engine,
         limits: CallLimits,
+        threads: PluginThreads,
         plugins: &[Arc<LoadedPlugin>],
     ) -> Result<Toolbox, PluginError> {
         let mut entries: HashMap<String, Entry> = HashMap::new();
@@ -121,6 +124,7 @@ impl Toolbox {
             registry: std::sync::OnceLock::new(),
             children: std::sync::OnceLock::new(),
             limits,
+            threads,
             entries,
             specs,
         })
@@ -155,25 +159,6 @@ fn check_name(name: &str) -> Result<(), String> {
         Err(format!(
             "\"{name}\" is not a tool name (letters, digits, _ and -, at most 64)"
         ))
-    }
-}
-
-/// Runs `call` for at most `limit` of its own time: time the host spent on its own network work
-/// (in `host_wait`) extends the limit by as much. `None` when the call ran out of time.
-async fn within_deadline<T>(
-    limit: Duration,
-    host_wait: &HostWait,
-    call: impl std::future::Future<Output = T>,
-) -> Option<T> {
-    let started = tokio::time::Instant::now();
-    tokio::pin!(call);
-    loop {
-        let until = started + limit + host_wait.total();
-        match tokio::time::timeout_at(until, &mut call).await {
-            Ok(value) => return Some(value),
-            Err(_) if started + limit + host_wait.total() > tokio::time::Instant::now() => {}
-            Err(_) => return None,
-        }
     }
 }
 
@@ -239,33 +224,19 @@ impl ToolHost for Toolbox {
             effects: Vec::new(),
             registry: self.registry.get().cloned(),
             children: self.children.get().cloned(),
+            host: tokio::runtime::Handle::try_current().ok(),
             spawned: 0,
         };
-        let mut store = store(&self.engine, &plugin.file, self.limits, Some(state));
-        let host_wait = store.data().host_wait.clone();
-        let arguments_text = arguments.to_string();
-        let run = async {
-            let instance = plugin.pre.instantiate_async(&mut store).await?;
-            instance
-                .tiny_harness_plugin_plugin()
-                .call_invoke(&mut store, &call.name, &arguments_text)
-                .await
-        };
-        let outcome = within_deadline(self.limits.deadline + CALL_GRACE, &host_wait, run).await;
-        // A child created during the call exists on its agent whatever the call did next: its
-        // row is kept, so the child is followed and not lost.
-        let mut effects = store
-            .data_mut()
-            .call
-            .take()
-            .map(|c| c.effects)
-            .unwrap_or_default();
-        let kept = |mut effects: Vec<Effect>| {
-            effects.retain(Effect::already_happened);
-            effects
+        let guest = GuestCall {
+            engine: self.engine.clone(),
+            plugin: plugin.clone(),
+            limits: self.limits,
+            tool: call.name.clone(),
+            arguments: arguments.to_string(),
+            state,
         };
         let failed = |reason: String, effects: Vec<Effect>| {
-            tracing::warn!(plugin = %plugin.file, tool = %call.name, "plugin call failed: {reason}");
+            tracing::warn!(plugin = %escape(&plugin.file), tool = %call.name, "plugin call failed: {}", escape(&reason));
             ToolOutcome {
                 effects: kept(effects),
                 ..ToolOutcome::error(
@@ -274,23 +245,27 @@ impl ToolHost for Toolbox {
                 )
             }
         };
-        match outcome {
-            None => failed(
-                format!(
-                    "it did not finish within {} ms",
-                    (self.limits.deadline + CALL_GRACE).as_millis()
-                ),
-                effects,
-            ),
-            Some(Err(err)) => failed(describe_failure(&err, store.data(), self.limits), effects),
-            Some(Ok(Err(tool_error))) => ToolOutcome {
-                effects: kept(effects),
+        let report = match self.threads.run(guest.run()).await {
+            Ok(report) => report,
+            Err(err) => return failed(err.to_string(), Vec::new()),
+        };
+        match report.result {
+            GuestResult::Failed(reason) => failed(reason, report.effects),
+            GuestResult::Returned(Err(tool_error)) => ToolOutcome {
+                effects: kept(report.effects),
                 ..ToolOutcome::error(&tool_error.code, tool_error.message)
             },
-            Some(Ok(Ok(text))) => ToolOutcome {
+            GuestResult::Returned(Ok(text)) => ToolOutcome {
                 result: Ok(cut(text)),
-                effects: std::mem::take(&mut effects),
+                effects: report.effects,
             },
         }
     }
+}
+
+/// The effects of a call that failed which happened anyway: a child created during the call
+/// exists on its agent whatever the call did next, so its row is kept and the child followed.
+fn kept(mut effects: Vec<Effect>) -> Vec<Effect> {
+    effects.retain(Effect::already_happened);
+    effects
 }

@@ -1,0 +1,153 @@
+//! The threads guest code runs on: a tokio runtime of its own, with a small fixed number of
+//! worker threads named `plugin-{n}`, so that a plugin busy until its deadline takes CPU from
+//! other plugin calls only, never from the threads that serve HTTP and drive the tasks. The
+//! caller awaits the result over the task's join handle; calls in flight are bounded.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::runtime::Runtime;
+use tokio::sync::Semaphore;
+use tokio_util::task::AbortOnDropHandle;
+
+/// How plugin threads are named (`plugin-0`, `plugin-1`, …), so they can be told apart in a
+/// profiler, in `top -H` and in tests.
+pub const THREAD_NAME_PREFIX: &str = "plugin-";
+
+/// Why a call could not run on the plugin threads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ThreadsError {
+    /// The plugin host is shutting down.
+    #[error("the plugin threads have stopped")]
+    Stopped,
+    /// The host itself failed while running the call (a bug, never the guest's doing: a guest's
+    /// failure is a trap, reported as such).
+    #[error("the host failed while running the call")]
+    Panicked,
+}
+
+/// A dedicated runtime for guest code and the bound on calls inside it.
+pub struct PluginThreads {
+    /// `Some` until dropped; dropped without blocking, since the last owner may be async code.
+    runtime: Option<Runtime>,
+    /// One permit per call in flight.
+    calls: Arc<Semaphore>,
+}
+
+impl PluginThreads {
+    /// Starts `threads` worker threads; at most `max_calls` calls run on them at once (they
+    /// take turns, each guest yielding every epoch tick), the others wait for a permit.
+    pub fn start(threads: usize, max_calls: usize) -> std::io::Result<PluginThreads> {
+        let threads = threads.max(1);
+        let next = Arc::new(AtomicUsize::new(0));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            // Guests get no files or sockets, so the blocking pool is next to idle; keep it as
+            // small as the workers so plugins cannot grow the thread count either.
+            .max_blocking_threads(threads)
+            .thread_name_fn(move || {
+                format!(
+                    "{THREAD_NAME_PREFIX}{}",
+                    next.fetch_add(1, Ordering::Relaxed)
+                )
+            })
+            .enable_all()
+            .build()?;
+        Ok(PluginThreads {
+            runtime: Some(runtime),
+            calls: Arc::new(Semaphore::new(max_calls.max(1))),
+        })
+    }
+
+    /// Runs `job` on the plugin threads once a permit is free and returns what it returned.
+    /// Dropping the returned future (the caller's task canceled) aborts the job at the guest's
+    /// next yield, so an abandoned call does not go on spinning.
+    pub async fn run<T, F>(&self, job: F) -> Result<T, ThreadsError>
+    where
+        T: Send + 'static,
+        F: Future<Output = T> + Send + 'static,
+    {
+        let runtime = self.runtime.as_ref().ok_or(ThreadsError::Stopped)?;
+        let _permit = self
+            .calls
+            .acquire()
+            .await
+            .map_err(|_| ThreadsError::Stopped)?;
+        let handle = AbortOnDropHandle::new(runtime.spawn(job));
+        handle.await.map_err(|err| {
+            if err.is_panic() {
+                ThreadsError::Panicked
+            } else {
+                ThreadsError::Stopped
+            }
+        })
+    }
+}
+
+impl Drop for PluginThreads {
+    fn drop(&mut self) {
+        self.calls.close();
+        if let Some(runtime) = self.runtime.take() {
+            // A runtime dropped inside async code must not block waiting for its threads; the
+            // calls still on them are aborted at their next yield.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_job_runs_on_a_named_plugin_thread_and_its_result_comes_back() {
+        let threads = PluginThreads::start(1, 4).unwrap();
+        let name = threads
+            .run(async { std::thread::current().name().map(str::to_string) })
+            .await
+            .unwrap();
+        assert_eq!(name.as_deref(), Some("plugin-0"));
+    }
+
+    #[tokio::test]
+    async fn calls_beyond_the_bound_wait_for_a_permit() {
+        let threads = Arc::new(PluginThreads::start(1, 1).unwrap());
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let first = {
+            let threads = threads.clone();
+            tokio::spawn(async move {
+                threads
+                    .run(async move {
+                        let _ = released.await;
+                    })
+                    .await
+            })
+        };
+        while threads.calls.available_permits() > 0 {
+            tokio::task::yield_now().await;
+        }
+        let second = threads.run(async { "second" });
+        tokio::pin!(second);
+        assert!(
+            futures::poll!(second.as_mut()).is_pending(),
+            "the second call waits while the first holds the only permit"
+        );
+        release.send(()).unwrap();
+        assert_eq!(second.await, Ok("second"));
+        first.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_is_reported_not_propagated() {
+        let threads = PluginThreads::start(1, 1).unwrap();
+        let outcome = threads
+            .run(async {
+                if std::hint::black_box(true) {
+                    panic!("a bug in host code");
+                }
+            })
+            .await;
+        assert_eq!(outcome, Err(ThreadsError::Panicked));
+    }
+}

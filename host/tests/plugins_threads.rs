@@ -1,0 +1,168 @@
+//! Plugins cannot stall the server: guest code runs on the plugin threads (`plugin-*`), so while
+//! four plugin calls spin until their deadline the agent card and another task still answer over
+//! HTTP; and the host's own network work for a plugin (creating a sub-task over A2A) runs on the
+//! server's threads, not the plugin threads.
+
+mod delegation_support;
+mod support {
+    pub mod captured_logs;
+    pub mod fixtures;
+}
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use delegation_support::*;
+use support::captured_logs::CapturedLogs;
+use support::fixtures;
+use tiny_harness::a2a::types::TaskState;
+use tiny_harness::model::ModelRequest;
+use tiny_harness::plugins::THREAD_NAME_PREFIX;
+
+/// Each spinning call's deadline: long enough that the card and the other task answer well
+/// before it, on a busy machine too.
+const SPIN_MS: u64 = 5_000;
+
+/// Calls the zoo tool the task's goal names (`zoo_spin`, `zoo_echo`), or, for the goal
+/// `delegate`, gives `self` a sub-task whose goal is `zoo_echo`; then answers with what it got.
+fn zoo_model() -> Arc<FnModel> {
+    FnModel::new(|request: &ModelRequest| {
+        let delegating = has_goal(request, "delegate");
+        if let Some(note) = last_note(request) {
+            return Answer::Reply(text(&format!("from the sub-task: {note}")));
+        }
+        if let Some(result) = last_tool_result(request) {
+            if delegating {
+                return Answer::Reply(text("waiting for the sub-task"));
+            }
+            return Answer::Reply(text(&format!("tool said: {result}")));
+        }
+        if delegating {
+            return Answer::Reply(tool(
+                "spawn_subtask",
+                json!({
+                    "name": "echo",
+                    "goal": "zoo_echo",
+                    "acceptance_criteria": ["echoes"],
+                    "agent": "self",
+                }),
+            ));
+        }
+        let name = ["zoo_spin", "zoo_echo"]
+            .into_iter()
+            .find(|name| has_goal(request, name))
+            .unwrap_or("zoo_echo");
+        Answer::Reply(tool(name, json!({})))
+    })
+}
+
+async fn zoo_node(plugins: &tempfile::TempDir) -> Node {
+    let config = format!(
+        "[plugins]\ndir = \"{}\"\ncall_timeout_ms = {SPIN_MS}\nthreads = 2\n",
+        plugins.path().display()
+    );
+    Node::start(&config, zoo_model()).await
+}
+
+/// The thread a captured log line was written on (`… INFO plugin-0 target: …`).
+fn thread_of(line: &str) -> &str {
+    line.split_whitespace().nth(2).unwrap_or_default()
+}
+
+/// The captured lines holding `marker`.
+fn lines_with(logs: &CapturedLogs, marker: &str) -> Vec<String> {
+    logs.text()
+        .lines()
+        .filter(|line| line.contains(marker))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The slowest of five fetches of the agent card, each answered 200.
+async fn card_latency(http: &reqwest::Client, url: &str) -> Duration {
+    let mut slowest = Duration::ZERO;
+    for _ in 0..5 {
+        let started = Instant::now();
+        let response = http.get(url).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        response.bytes().await.unwrap();
+        slowest = slowest.max(started.elapsed());
+    }
+    slowest
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_four_plugin_calls_spin_the_card_and_another_task_answer() {
+    let logs = CapturedLogs::process_wide();
+    let plugins = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    let node = zoo_node(&plugins).await;
+    let http = reqwest::Client::new();
+    let card = format!("{}/.well-known/agent-card.json", node.url);
+    let at_rest = card_latency(&http, &card).await;
+
+    let mut spins = Vec::new();
+    for _ in 0..4 {
+        spins.push(node.send("zoo_spin", true).await.id);
+    }
+    // Each guest logs once before it spins: then all four are inside the plugin.
+    let hang_guard = Instant::now() + Duration::from_secs(60);
+    while lines_with(&logs, "zoo_spin: spinning").len() < 4 {
+        assert!(Instant::now() < hang_guard, "the four calls never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for line in lines_with(&logs, "zoo_spin: spinning") {
+        assert!(
+            thread_of(&line).starts_with(THREAD_NAME_PREFIX),
+            "a guest ran off the plugin threads: {line}"
+        );
+    }
+
+    let busy = card_latency(&http, &card).await;
+    let other = node.send("zoo_echo", false).await;
+    assert_eq!(other.status.state, TaskState::Completed, "{other:?}");
+    assert!(answer(&other).contains("echo: {}"), "{}", answer(&other));
+    for id in &spins {
+        let spin = node.client.get_task(id, None).await.unwrap();
+        assert_eq!(
+            spin.status.state,
+            TaskState::Working,
+            "the card and the other task answered while the four calls were still spinning"
+        );
+    }
+    eprintln!(
+        "agent card, slowest of 5 fetches: {at_rest:?} at rest, {busy:?} while four plugin calls spin"
+    );
+
+    for id in &spins {
+        let spun = wait_for(&node.client, id, is_terminal).await;
+        assert!(
+            answer(&spun).contains(&format!("ran past its {SPIN_MS} ms deadline")),
+            "{}",
+            answer(&spun)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_task_a_plugin_creates_is_sent_from_the_server_threads() {
+    let logs = CapturedLogs::process_wide();
+    let plugins = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    let node = zoo_node(&plugins).await;
+
+    let parent = node.send("delegate", true).await;
+    let done = wait_for(&node.client, &parent.id, is_terminal).await;
+    assert_eq!(done.status.state, TaskState::Completed, "{done:?}");
+    assert!(answer(&done).contains("echo: {}"), "{}", answer(&done));
+
+    let child = sub_tasks(&done)[0]["task_id"].as_str().unwrap().to_string();
+    let created = lines_with(&logs, &format!("child={child}"))
+        .into_iter()
+        .find(|line| line.contains("sub-task created"))
+        .expect("the sub-task's creation is logged");
+    assert!(
+        !thread_of(&created).starts_with(THREAD_NAME_PREFIX),
+        "the A2A request ran on a plugin thread: {created}"
+    );
+}
