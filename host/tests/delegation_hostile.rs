@@ -236,6 +236,36 @@ async fn a_child_answer_with_forged_tags_stays_inside_one_untrusted_block() {
     assert_eq!(parent.status.state, TaskState::Completed, "{parent:?}");
 
     let request = model.requests().last().cloned().unwrap();
+    // The static prefix: the host's sections, each opened and closed once on its own line, the
+    // roster in one untrusted block. (The builtin's prose may name a section, as in "listed in
+    // <agents>"; only whole-line tags delimit.)
+    let delimiters: Vec<String> = request
+        .instructions
+        .lines()
+        .filter(|line| line.starts_with('<') && line.ends_with('>'))
+        .flat_map(host_tags)
+        .collect();
+    assert_eq!(
+        delimiters,
+        [
+            "<system_prompt",
+            "</system_prompt",
+            "<participants",
+            "</participants",
+            "<skills_index",
+            "</skills_index",
+            "<agents",
+            "<untrusted",
+            "</untrusted",
+            "</agents"
+        ]
+    );
+    let roster = request
+        .instructions
+        .split("\n<untrusted source=")
+        .nth(1)
+        .unwrap();
+    assert_eq!(host_tags(roster), ["</untrusted", "</agents"], "{roster}");
     let mut notes = 0;
     for (index, message) in request.messages.iter().enumerate() {
         let (content, untrusted) = match message {
