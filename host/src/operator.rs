@@ -105,7 +105,10 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
                 entry.name,
                 entry.skills.len() + entry.omitted_skills
             ),
-            (None, Some(refused)) => format!("not registered: {}", refused.reason),
+            (None, Some(refused)) => format!(
+                "not registered: {}",
+                crate::log_field::escape(&refused.reason.to_string())
+            ),
             (None, None) => "not registered".to_string(),
         };
         let token = match &agent.token_env {

@@ -23,6 +23,7 @@ use crate::a2a::types::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
 use crate::a2a::v03;
+use crate::log_field;
 use crate::tasks::Caller;
 
 /// What a method produces: one JSON result, or a stream of them.
@@ -50,7 +51,7 @@ pub(crate) async fn rpc(
         Err((id, error)) => return json(jsonrpc::Response::failure(id, error)),
     };
     let Request { id, method, params } = request;
-    tracing::debug!(%method, ?id, "JSON-RPC request");
+    tracing::debug!(method = %log_field::escape(&method), ?id, "JSON-RPC request");
     let legacy = v03::is_method(&method);
     let caller = match checked_headers(&app, &headers, legacy) {
         Ok(caller) => caller,
@@ -80,7 +81,12 @@ pub(crate) async fn rpc(
 }
 
 fn failure(id: RequestId, method: &str, error: RpcError) -> Response {
-    tracing::debug!(%method, code = error.code, message = %error.message, "JSON-RPC error");
+    tracing::debug!(
+        method = %log_field::escape(method),
+        code = error.code,
+        message = %log_field::escape(&error.message),
+        "JSON-RPC error"
+    );
     json(jsonrpc::Response::failure(id, error))
 }
 

@@ -109,7 +109,11 @@ impl Registry {
                     registry.remote.insert(registered.id.clone(), registered);
                 }
                 Err(reason) => {
-                    tracing::warn!(agent = %agent.id, "agents: not registered: {reason}");
+                    tracing::warn!(
+                        agent = %agent.id,
+                        "agents: not registered: {}",
+                        crate::log_field::escape(&reason.to_string())
+                    );
                     refused.push(RefusedAgent {
                         id: agent.id.clone(),
                         reason,

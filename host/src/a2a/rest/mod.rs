@@ -30,6 +30,7 @@ use crate::a2a::sse::{self, Framing};
 use crate::a2a::types::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
+use crate::log_field;
 use crate::tasks::Caller;
 use status::{Refusal, error_response, with_json};
 
@@ -115,7 +116,7 @@ fn query_pairs(uri: &Uri) -> impl Iterator<Item = (String, String)> + '_ {
     Query::<Vec<(String, String)>>::try_from_uri(uri)
         .map(|Query(pairs)| pairs)
         .unwrap_or_else(|_| {
-            tracing::debug!(query, "unreadable query string");
+            tracing::debug!(query = %log_field::escape(query), "unreadable query string");
             Vec::new()
         })
         .into_iter()

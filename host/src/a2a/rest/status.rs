@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::RESPONSE_MEDIA_TYPE;
 use crate::a2a::headers::AuthorizationError;
 use crate::a2a::jsonrpc::{self, RpcError};
+use crate::log_field;
 
 /// The HTTP status and `google.rpc.Code` name of an A2A (or JSON-RPC) error code. A2A errors
 /// follow the table of §5.4 as the 1.0 specification published with the TCK gives it (409 for
@@ -51,7 +52,7 @@ pub fn status_body(error: &RpcError) -> Value {
 
 /// An error as an HTTP response.
 pub(crate) fn error_response(error: &RpcError) -> Response {
-    tracing::debug!(code = error.code, message = %error.message, "REST error");
+    tracing::debug!(code = error.code, message = %log_field::escape(&error.message), "REST error");
     let (status, _) = http_status(error.code);
     with_json(status, &status_body(error))
 }

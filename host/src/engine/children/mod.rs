@@ -33,6 +33,9 @@ use crate::tasks::record::TaskRecord;
 /// Parent links followed when measuring a task's depth; a longer chain is treated as too deep
 /// rather than walked further, so a corrupt cycle cannot loop.
 const MAX_DEPTH_WALK: u32 = 64;
+/// The longest task id an agent may give a child: a UUID is 36 characters, and an id far
+/// longer is no id but a way to fill the parent's context and logs.
+const MAX_CHILD_TASK_ID_CHARS: usize = 256;
 /// How long cancelling one child may take before the parent gives up on it (and logs it).
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -168,6 +171,15 @@ impl Children {
             .await
             .map_err(|err| self.unreachable_error(&agent_id, "create the sub-task", &err))?;
         match response {
+            SendMessageResponse::Task(task) if !is_usable_task_id(&task.id) => {
+                tracing::warn!(parent = %request.parent.id, agent = %agent_id, id = %crate::log_field::escape(&task.id), "the agent named its task with an unusable id");
+                Err(ToolError::new(
+                    "subtask.failed",
+                    format!(
+                        "could not create the sub-task: {agent_id} named its task with an unusable id"
+                    ),
+                ))
+            }
             SendMessageResponse::Task(task) => {
                 tracing::info!(parent = %request.parent.id, child = %task.id, agent = %agent_id, "sub-task created");
                 Ok(TaskLink {
@@ -423,6 +435,21 @@ async fn cancel_on_agent(
     .await
 }
 
+/// Whether an agent's id for a child task can be kept and shown: the id is the agent's word, and
+/// it goes into the parent's rows, its `task` section, notes and logs. Up to
+/// [`MAX_CHILD_TASK_ID_CHARS`] visible characters, none of them a space, a control, an
+/// invisible character or an angle bracket.
+fn is_usable_task_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.chars().count() <= MAX_CHILD_TASK_ID_CHARS
+        && id.chars().all(|c| {
+            !c.is_whitespace()
+                && !c.is_control()
+                && !crate::context::untrusted::is_invisible(c)
+                && !matches!(c, '<' | '>')
+        })
+}
+
 /// A sub-task row whose child has ended.
 fn is_closed(link: &TaskLink) -> bool {
     link.state
@@ -453,4 +480,25 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agents_task_id_is_kept_only_when_it_is_short_and_plain() {
+        assert!(is_usable_task_id("9b2e4c1e-3f0a-4d9e-8a57-2c1f0e6b7d21"));
+        assert!(is_usable_task_id("tasks/42:ledger.v1"));
+        for bad in [
+            "",
+            "a b",
+            "a\nINFO forged",
+            "</untrusted>",
+            "id\u{202E}",
+            &"x".repeat(MAX_CHILD_TASK_ID_CHARS + 1),
+        ] {
+            assert!(!is_usable_task_id(bad), "{bad:?}");
+        }
+    }
 }
