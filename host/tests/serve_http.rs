@@ -12,6 +12,7 @@ use tiny_harness::a2a::types::{
 };
 use tiny_harness::config::Config;
 use tiny_harness::runtime::Runtime;
+use tiny_harness::tasks::extension::EXTENSION_URI;
 use tokio::sync::oneshot;
 
 struct Server {
@@ -57,7 +58,10 @@ async fn start_config(dir: tempfile::TempDir, path: &Path) -> Server {
             .unwrap();
     });
     Server {
-        client: A2aClient::new(base_url.clone()).unwrap(),
+        // These tests read the task extension, so they activate it, as a tiny-harness client does.
+        client: A2aClient::new(base_url.clone())
+            .unwrap()
+            .with_extensions(vec![EXTENSION_URI.to_string()]),
         base_url,
         stop: Some(stop),
         done,
