@@ -285,7 +285,12 @@ async fn the_card_is_served_at_the_well_known_path_with_the_base_url() {
     assert_eq!(card.name, "tiny-harness");
     assert_eq!(card.version, "0.1.0");
     assert_eq!(card.supported_interfaces[0].url, server.base_url);
-    assert!(card.skills.is_empty());
+    let skills: Vec<&str> = card.skills.iter().map(|skill| skill.id.as_str()).collect();
+    assert_eq!(
+        skills,
+        ["general"],
+        "an unconfigured harness lists the default skill"
+    );
     server.stop().await;
 }
 
