@@ -14,8 +14,10 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 question="${1:-What is the current balance of the Acme Corp account?}"
-# The task extension's key in Task.metadata (host/src/tasks/extension.rs).
+# The task extension's key in Task.metadata, and its URI, which a request names in
+# A2A-Extensions to get it (host/src/tasks/extension.rs).
 ext_key="io.github.madarauchiha-314.tiny-harness/task"
+ext_uri="https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1"
 # How long a server may take to start (compiling the plugins on a cold cache included), and how
 # long the question may take to be answered.
 start_timeout=120
@@ -145,7 +147,8 @@ wait_for_card() {
 rpc() {
   local url="$1" body="$2"
   curl -sS --max-time "$answer_timeout" "$url/" \
-    -H 'Content-Type: application/json' -H 'A2A-Version: 1.0' -d "$body"
+    -H 'Content-Type: application/json' -H 'A2A-Version: 1.0' -H "A2A-Extensions: $ext_uri" \
+    -d "$body"
 }
 
 say "starting the ledger"

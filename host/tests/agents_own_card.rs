@@ -7,6 +7,7 @@ mod agents_support;
 use std::process::Command;
 
 use tiny_harness::a2a::card::default_card;
+use tiny_harness::agents::own_card::{DEFAULT_SKILL_ID, default_skill};
 
 use agents_support::{Harness, StubModel, agents_config, agents_section, instructions};
 
@@ -31,7 +32,7 @@ name = "Transfers"
 "#;
 
 #[tokio::test]
-async fn the_served_card_carries_what_card_sets() {
+async fn the_served_card_carries_what_card_sets_and_its_skills_replace_the_default() {
     let harness = Harness::start(LEDGER_CARD).await;
     let card = harness.client.fetch_card().await.unwrap();
     assert_eq!(card.name, "Ledger");
@@ -40,7 +41,11 @@ async fn the_served_card_carries_what_card_sets() {
         "Answers questions about accounts and balances."
     );
     assert_eq!(card.version, "2.1.0");
-    assert_eq!(card.skills.len(), 2);
+    assert_eq!(
+        card.skills.len(),
+        2,
+        "the configured skills replace the default one"
+    );
     assert_eq!(card.skills[0].id, "balances");
     assert_eq!(card.skills[0].tags, ["accounts", "balances"]);
     assert_eq!(
@@ -53,10 +58,24 @@ async fn the_served_card_carries_what_card_sets() {
 }
 
 #[tokio::test]
-async fn without_card_the_served_card_is_the_default_one() {
+async fn without_card_the_served_card_is_the_default_one_with_the_default_skill() {
     let harness = Harness::start("").await;
     let card = harness.client.fetch_card().await.unwrap();
-    assert_eq!(card, default_card(&harness.base_url));
+    let default = default_card(&harness.base_url);
+    assert_eq!(card.skills, [default_skill()]);
+    assert_eq!(card.skills[0].id, DEFAULT_SKILL_ID);
+    assert_eq!(
+        card.skills[0].examples.len(),
+        2,
+        "the default skill carries its examples"
+    );
+    assert_eq!(
+        tiny_harness::a2a::types::AgentCard {
+            skills: default.skills.clone(),
+            ..card
+        },
+        default
+    );
     harness.stop().await;
 }
 
@@ -68,7 +87,7 @@ async fn an_absent_card_key_keeps_its_default() {
     assert_eq!(card.name, "front-desk");
     assert_eq!(card.description, default.description);
     assert_eq!(card.version, default.version);
-    assert_eq!(card.skills, default.skills);
+    assert_eq!(card.skills, [default_skill()]);
     assert_eq!(card.capabilities, default.capabilities);
     harness.stop().await;
 }
@@ -87,7 +106,7 @@ async fn a_second_harness_lists_the_first_by_its_card_and_itself_by_its_own() {
     let section = agents_section(&instructions(&model.turn_requests()[0]));
     assert!(
         section.contains(
-            "- self: Front desk — Talks to customers.\n  skills: none\n\
+            "- self: Front desk — Talks to customers.\n  skills:\n  - General tasks: Works a task described in plain language with a language model and the tools its plugins provide: plans the work, asks the task's participants when it needs them, delegates sub-tasks to other A2A agents, and reports progress as it goes.\n\
 - ledger: Ledger — Answers questions about accounts and balances.\n  skills:\n  - Balances: The balance of one account on a date.\n  - Transfers\n</untrusted>"
         ),
         "{section}"
@@ -146,6 +165,10 @@ fn each_invalid_card_setting_is_named_and_exits_2() {
         (
             "[[card.skills]]\nname = \"A\"\n",
             "card.skills[0].id: is required but missing",
+        ),
+        (
+            "[card]\nskills = []\n",
+            "card.skills: must list at least one skill",
         ),
     ];
     for (config, expected) in cases {

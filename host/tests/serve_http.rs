@@ -12,6 +12,7 @@ use tiny_harness::a2a::types::{
 };
 use tiny_harness::config::Config;
 use tiny_harness::runtime::Runtime;
+use tiny_harness::tasks::extension::EXTENSION_URI;
 use tokio::sync::oneshot;
 
 struct Server {
@@ -57,7 +58,10 @@ async fn start_config(dir: tempfile::TempDir, path: &Path) -> Server {
             .unwrap();
     });
     Server {
-        client: A2aClient::new(base_url.clone()).unwrap(),
+        // These tests read the task extension, so they activate it, as a tiny-harness client does.
+        client: A2aClient::new(base_url.clone())
+            .unwrap()
+            .with_extensions(vec![EXTENSION_URI.to_string()]),
         base_url,
         stop: Some(stop),
         done,
@@ -281,7 +285,12 @@ async fn the_card_is_served_at_the_well_known_path_with_the_base_url() {
     assert_eq!(card.name, "tiny-harness");
     assert_eq!(card.version, "0.1.0");
     assert_eq!(card.supported_interfaces[0].url, server.base_url);
-    assert!(card.skills.is_empty());
+    let skills: Vec<&str> = card.skills.iter().map(|skill| skill.id.as_str()).collect();
+    assert_eq!(
+        skills,
+        ["general"],
+        "an unconfigured harness lists the default skill"
+    );
     server.stop().await;
 }
 

@@ -26,6 +26,7 @@ use tiny_harness::a2a::types::{StreamResponse, TaskState};
 use tiny_harness::config::Config;
 use tiny_harness::model::{Model, ModelRequest};
 use tiny_harness::runtime::Runtime;
+use tiny_harness::tasks::extension::EXTENSION_URI;
 
 /// The two trusted delegators every test harness knows, and their tokens.
 const OPS: &str = "ops";
@@ -166,9 +167,11 @@ async fn a_flood_of_anonymous_requests_does_not_fail_a_sub_task_on_self() {
             }
         }
     });
+    // It activates the task extension to read the parent's sub-task rows.
     let ops = A2aClient::new(harness.url.clone())
         .unwrap()
-        .with_bearer(OPS_TOKEN);
+        .with_bearer(OPS_TOKEN)
+        .with_extensions(vec![EXTENSION_URI.to_string()]);
     let parent = tokio::time::timeout(
         Duration::from_secs(60),
         send_text(&ops, "", "Tidy up the archive.", false),

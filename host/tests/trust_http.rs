@@ -10,6 +10,7 @@ use tiny_harness::a2a::types::{Message, Part, Role, SendMessageConfiguration, Se
 use tiny_harness::config::Config;
 use tiny_harness::model::build_model;
 use tiny_harness::runtime::Runtime;
+use tiny_harness::tasks::extension::EXTENSION_URI;
 use tokio::sync::oneshot;
 
 /// The delegator configured on every test server.
@@ -89,9 +90,11 @@ impl Server {
     }
 
     fn request(&self, who: As<'_>, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        // Every request activates the task extension: these tests read the brief it carries.
         let request = self
             .http
-            .request(method, format!("{}{path}", self.base_url));
+            .request(method, format!("{}{path}", self.base_url))
+            .header("A2A-Extensions", EXTENSION_URI);
         match who {
             As::Anonymous => request,
             As::Participant(id) => request.header("X-Participant-Id", id),

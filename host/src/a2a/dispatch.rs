@@ -12,11 +12,12 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use crate::a2a::extensions::Activated;
 use crate::a2a::headers;
 use crate::a2a::jsonrpc::{
     self, CONTENT_TYPE_NOT_SUPPORTED, Request, RequestId, RpcError, parse_params,
 };
-use crate::a2a::ops::{self, Streaming};
+use crate::a2a::ops::{self, Requester, Streaming};
 use crate::a2a::server::App;
 use crate::a2a::sse::{self, Framing};
 use crate::a2a::types::{
@@ -24,7 +25,6 @@ use crate::a2a::types::{
 };
 use crate::a2a::v03;
 use crate::log_field;
-use crate::tasks::Caller;
 
 /// What a method produces: one JSON result, or a stream of them.
 pub(crate) enum Reply {
@@ -53,31 +53,25 @@ pub(crate) async fn rpc(
     let Request { id, method, params } = request;
     tracing::debug!(method = %log_field::escape(&method), ?id, "JSON-RPC request");
     let legacy = v03::is_method(&method);
-    let caller = match checked_headers(&app, &headers, legacy) {
-        Ok(caller) => caller,
+    let requester = match checked_headers(&app, &headers, legacy) {
+        Ok(requester) => requester,
         Err(error) => return failure(id, &method, error),
     };
     let (reply, framing) = if legacy {
-        let reply = v03::call(&app, &caller, &method, params).await;
+        let reply = v03::call(&app, &requester, &method, params).await;
         (reply, Framing::JsonRpcV03(id.clone()))
     } else {
-        let reply = call(&app, &caller, &method, params).await;
+        let reply = call(&app, &requester, &method, params).await;
         (reply, Framing::JsonRpc(id.clone()))
     };
-    match reply {
+    let response = match reply {
         Ok(Reply::Result(value)) => json(jsonrpc::Response::success(id, value)),
         Ok(Reply::Stream(streaming)) => {
-            let Streaming {
-                caller,
-                subscription,
-                history_length,
-                end,
-            } = *streaming;
-            let service = app.state.service.clone();
-            sse::respond(service, caller, framing, subscription, history_length, end)
+            sse::respond(app.state.service.clone(), framing, *streaming)
         }
         Err(error) => failure(id, &method, error),
-    }
+    };
+    requester.activated.echo(response)
 }
 
 fn failure(id: RequestId, method: &str, error: RpcError) -> Response {
@@ -91,16 +85,18 @@ fn failure(id: RequestId, method: &str, error: RpcError) -> Response {
 }
 
 /// The version a request names must be the one its method names: 1.0 for `SendMessage`, 0.3 for
-/// `message/send` (§3.6.2). The caller is identified last, against the trusted delegators; a
-/// refused `Authorization` is a JSON-RPC error like any other (HTTP 200).
-fn checked_headers(app: &App, headers: &HeaderMap, legacy: bool) -> Result<Caller, RpcError> {
+/// `message/send` (§3.6.2); the extensions it activates must be ones this server implements. The
+/// caller is identified last, against the trusted delegators; a refused `Authorization` is a
+/// JSON-RPC error like any other (HTTP 200).
+fn checked_headers(app: &App, headers: &HeaderMap, legacy: bool) -> Result<Requester, RpcError> {
     if legacy {
         headers::check_legacy_version(headers)?;
     } else {
         headers::check_version(headers)?;
     }
-    headers::check_extensions(headers, &app.supported_extensions)?;
-    Ok(headers::caller(headers, &app.state.delegators)?)
+    let activated = Activated::from_headers(headers, legacy, &app.supported_extensions)?;
+    let caller = headers::caller(headers, &app.state.delegators)?;
+    Ok(Requester { caller, activated })
 }
 
 /// A body declared as something other than JSON is refused before it is parsed; a request that
@@ -137,33 +133,38 @@ pub(crate) fn json(response: jsonrpc::Response) -> Response {
 }
 
 /// Runs a 1.0 method.
-async fn call(app: &App, caller: &Caller, method: &str, params: Value) -> Result<Reply, RpcError> {
+async fn call(
+    app: &App,
+    requester: &Requester,
+    method: &str,
+    params: Value,
+) -> Result<Reply, RpcError> {
     match method {
         "SendMessage" => {
             let request: SendMessageRequest = parse_params(params)?;
-            to_value(&ops::send_message(app, caller, request).await?)
+            to_value(&ops::send_message(app, requester, request).await?)
         }
         "SendStreamingMessage" => {
             let request: SendMessageRequest = parse_params(params)?;
-            let streaming = ops::send_streaming_message(app, caller, request).await?;
+            let streaming = ops::send_streaming_message(app, requester, request).await?;
             Ok(Reply::Stream(Box::new(streaming)))
         }
         "SubscribeToTask" => {
             let request: SubscribeToTaskRequest = parse_params(params)?;
-            let streaming = ops::subscribe(app, caller, request).await?;
+            let streaming = ops::subscribe(app, requester, request).await?;
             Ok(Reply::Stream(Box::new(streaming)))
         }
         "GetTask" => {
             let request: GetTaskRequest = parse_params(params)?;
-            to_value(&ops::get_task(app, caller, request).await?)
+            to_value(&ops::get_task(app, requester, request).await?)
         }
         "ListTasks" => {
             let request: ListTasksRequest = parse_params(params)?;
-            to_value(&ops::list_tasks(app, caller, request).await?)
+            to_value(&ops::list_tasks(app, requester, request).await?)
         }
         "CancelTask" => {
             let request: CancelTaskRequest = parse_params(params)?;
-            to_value(&ops::cancel_task(app, caller, request).await?)
+            to_value(&ops::cancel_task(app, requester, request).await?)
         }
         "CreateTaskPushNotificationConfig"
         | "GetTaskPushNotificationConfig"

@@ -10,8 +10,11 @@ use crate::tasks::{Caller, Delegators};
 
 /// The protocol version the client speaks.
 pub const A2A_VERSION_HEADER: &str = "a2a-version";
-/// Comma-separated URIs of the extensions the client wants to use.
+/// Comma-separated URIs of the extensions the client wants to use; the answer echoes the ones
+/// activated under the same name.
 pub const A2A_EXTENSIONS_HEADER: &str = "a2a-extensions";
+/// The same list under its A2A 0.3 name, which 0.3 clients send (and read back) instead.
+pub const LEGACY_EXTENSIONS_HEADER: &str = "x-a2a-extensions";
 /// Who the caller is; see [`Caller::from_header`].
 pub const PARTICIPANT_HEADER: &str = "x-participant-id";
 /// The authentication scheme a trusted delegator uses (RFC 6750), matched without case.
@@ -82,27 +85,44 @@ fn is_version(value: &str, version: &str) -> bool {
     }
 }
 
-/// Refuses a request that asks for an extension this server does not implement, naming it, so a
-/// client never believes an extension is in force when it is not.
-pub fn check_extensions(headers: &HeaderMap, supported: &[String]) -> Result<(), RpcError> {
-    for raw in headers.get_all(A2A_EXTENSIONS_HEADER) {
+/// The extensions a request activates: every URI its extension headers name (`A2A-Extensions`,
+/// and for a 0.3 method also 0.3's `X-A2A-Extensions`), each once, in the order named. A URI
+/// this server does not implement is refused, naming it, so a client never believes an
+/// extension is in force when it is not.
+pub fn activated_extensions(
+    headers: &HeaderMap,
+    legacy: bool,
+    supported: &[String],
+) -> Result<Vec<String>, RpcError> {
+    let names: &[&str] = if legacy {
+        &[A2A_EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER]
+    } else {
+        &[A2A_EXTENSIONS_HEADER]
+    };
+    let mut activated: Vec<String> = Vec::new();
+    let values = names.iter().flat_map(|name| headers.get_all(*name));
+    for raw in values {
         let value = String::from_utf8_lossy(raw.as_bytes()).to_string();
-        let unknown = value
+        for uri in value
             .split(',')
             .map(str::trim)
             .filter(|uri| !uri.is_empty())
-            .find(|uri| !supported.iter().any(|known| known == uri));
-        if let Some(uri) = unknown {
-            let message = format!(
-                "extension {uri} is not supported; supported extensions: {}",
-                supported.join(", ")
-            );
-            return Err(
-                RpcError::new(UNSUPPORTED_OPERATION, message).with_metadata("extension", uri)
-            );
+        {
+            if !supported.iter().any(|known| known == uri) {
+                let message = format!(
+                    "extension {uri} is not supported; supported extensions: {}",
+                    supported.join(", ")
+                );
+                return Err(
+                    RpcError::new(UNSUPPORTED_OPERATION, message).with_metadata("extension", uri)
+                );
+            }
+            if !activated.iter().any(|known| known == uri) {
+                activated.push(uri.to_string());
+            }
         }
     }
-    Ok(())
+    Ok(activated)
 }
 
 /// Why an `Authorization` header was refused. The messages never repeat what was sent: it may
@@ -202,11 +222,48 @@ mod tests {
     fn unknown_extensions_are_refused_by_uri() {
         let supported = vec!["https://a/ext".to_string()];
         let ok = with(A2A_EXTENSIONS_HEADER, " https://a/ext ,");
-        assert!(check_extensions(&ok, &supported).is_ok());
+        assert_eq!(
+            activated_extensions(&ok, false, &supported).unwrap(),
+            ["https://a/ext"]
+        );
         let bad = with(A2A_EXTENSIONS_HEADER, "https://a/ext, https://b/ext");
-        let err = check_extensions(&bad, &supported).unwrap_err();
+        let err = activated_extensions(&bad, false, &supported).unwrap_err();
         assert_eq!(err.code, UNSUPPORTED_OPERATION);
         assert!(err.message.contains("https://b/ext"));
+    }
+
+    #[test]
+    fn no_header_activates_nothing_and_a_repeated_uri_is_activated_once() {
+        let supported = vec!["https://a/ext".to_string()];
+        assert!(
+            activated_extensions(&HeaderMap::new(), false, &supported)
+                .unwrap()
+                .is_empty()
+        );
+        let mut twice = with(A2A_EXTENSIONS_HEADER, "https://a/ext,https://a/ext");
+        twice.append(
+            A2A_EXTENSIONS_HEADER,
+            HeaderValue::from_static("https://a/ext"),
+        );
+        assert_eq!(
+            activated_extensions(&twice, false, &supported).unwrap(),
+            ["https://a/ext"]
+        );
+    }
+
+    #[test]
+    fn the_0_3_header_name_counts_only_for_a_0_3_method() {
+        let supported = vec!["https://a/ext".to_string()];
+        let legacy = with(LEGACY_EXTENSIONS_HEADER, "https://a/ext");
+        assert_eq!(
+            activated_extensions(&legacy, true, &supported).unwrap(),
+            ["https://a/ext"]
+        );
+        assert!(
+            activated_extensions(&legacy, false, &supported)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -6,14 +6,16 @@
 //! [`crate::tasks::TaskService`], once for every binding: [`dispatch`] is the JSON-RPC binding,
 //! [`v03`] its 0.3 dialect (0.3 method names and shapes), [`rest`] the HTTP+JSON binding.
 //! [`sse`] streams task events; [`headers`] and [`validate`] check what a request carries before
-//! any work starts; [`jsonrpc`] is the envelope and its errors; [`card`] is the agent card;
-//! [`client`] talks to other A2A agents, in 1.0 or 0.3.
+//! any work starts; [`extensions`] shapes each answer by the extensions its request activated;
+//! [`jsonrpc`] is the envelope and its errors; [`card`] is the agent card; [`client`] talks to
+//! other A2A agents, in 1.0 or 0.3.
 
 pub(crate) mod activity;
 pub mod card;
 pub mod client;
 pub mod connections;
 pub mod dispatch;
+pub mod extensions;
 pub mod headers;
 pub mod jsonrpc;
 pub mod ops;

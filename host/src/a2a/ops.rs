@@ -1,12 +1,14 @@
 //! The A2A operations, written once for every binding: JSON-RPC 1.0, its 0.3 dialect and the
 //! HTTP+JSON (REST) binding decode their requests into the 1.0 types, call these, and encode
 //! what comes back. Every check a request passes before the task service sees it lives here, so
-//! the bindings cannot drift apart (§5.1 asks for functional equivalence).
+//! the bindings cannot drift apart (§5.1 asks for functional equivalence). So does the shaping of
+//! every task that goes out by the extensions the request activated ([`Activated`]).
 
 use std::time::Duration;
 
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::a2a::extensions::Activated;
 use crate::a2a::jsonrpc::{
     CONTENT_TYPE_NOT_SUPPORTED, EXTENDED_AGENT_CARD_NOT_CONFIGURED,
     PUSH_NOTIFICATION_NOT_SUPPORTED, RpcError,
@@ -26,14 +28,23 @@ use crate::tasks::{Caller, Subscription};
 /// hours helps nobody.
 pub const BLOCKING_SEND_MAX_WAIT: Duration = Duration::from_secs(10 * 60);
 
+/// Who made a request and what its headers activated: everything about the asker that decides
+/// what an operation may do and what its answer holds.
+pub(crate) struct Requester {
+    pub caller: Caller,
+    pub activated: Activated,
+}
+
 /// A stream to send: who it follows the task as, the subscription, how much history each task
-/// snapshot carries, and when the stream ends.
+/// snapshot carries, what each event may hold, and when the stream ends.
 pub(crate) struct Streaming {
     /// The caller the stream reads the task as when it resynchronises: for a message, its
     /// sender, who may see the task it created.
     pub caller: Caller,
     pub subscription: Subscription,
     pub history_length: Option<i32>,
+    /// The extensions the request activated; every event is shaped by them.
+    pub activated: Activated,
     pub end: StreamEnd,
 }
 
@@ -42,31 +53,36 @@ pub(crate) struct Streaming {
 /// is read back as the message's sender, who may see it whoever the headers named.
 pub(crate) async fn send_message(
     app: &App,
-    caller: &Caller,
+    requester: &Requester,
     request: SendMessageRequest,
 ) -> Result<SendMessageResponse, RpcError> {
     check_send(app, &request)?;
+    let caller = &requester.caller;
     let config = request.configuration.clone().unwrap_or_default();
     let sender = sender_of(caller, &request.message)?;
     let subscription = app.state.service.send_message(caller, request).await?;
-    if config.return_immediately {
+    let mut response = if config.return_immediately {
         let mut task = subscription.snapshot;
         validate::trim_history(&mut task, config.history_length);
-        return Ok(SendMessageResponse::Task(task));
-    }
-    let task = wait_until_settled(app, &sender, subscription, config.history_length).await?;
-    Ok(match direct_reply(&task) {
-        Some(message) => SendMessageResponse::Message(message),
-        None => SendMessageResponse::Task(task),
-    })
+        SendMessageResponse::Task(task)
+    } else {
+        let task = wait_until_settled(app, &sender, subscription, config.history_length).await?;
+        match direct_reply(&task) {
+            Some(message) => SendMessageResponse::Message(message),
+            None => SendMessageResponse::Task(task),
+        }
+    };
+    requester.activated.shape_send(&mut response);
+    Ok(response)
 }
 
 /// `SendStreamingMessage`: creates or continues a task and follows it.
 pub(crate) async fn send_streaming_message(
     app: &App,
-    caller: &Caller,
+    requester: &Requester,
     request: SendMessageRequest,
 ) -> Result<Streaming, RpcError> {
+    let caller = &requester.caller;
     check_streaming(app)?;
     check_send(app, &request)?;
     let history_length = request
@@ -79,6 +95,7 @@ pub(crate) async fn send_streaming_message(
         caller: sender,
         subscription,
         history_length,
+        activated: requester.activated.clone(),
         end: StreamEnd::Settled,
     })
 }
@@ -86,16 +103,18 @@ pub(crate) async fn send_streaming_message(
 /// `SubscribeToTask`: follows a task that is not terminal.
 pub(crate) async fn subscribe(
     app: &App,
-    caller: &Caller,
+    requester: &Requester,
     request: SubscribeToTaskRequest,
 ) -> Result<Streaming, RpcError> {
     check_streaming(app)?;
     validate::task_id("id", &request.id)?;
+    let caller = &requester.caller;
     let subscription = app.state.service.subscribe(caller, &request.id).await?;
     Ok(Streaming {
         caller: caller.clone(),
         subscription,
         history_length: None,
+        activated: requester.activated.clone(),
         end: StreamEnd::Terminal,
     })
 }
@@ -103,36 +122,44 @@ pub(crate) async fn subscribe(
 /// `GetTask`.
 pub(crate) async fn get_task(
     app: &App,
-    caller: &Caller,
+    requester: &Requester,
     request: GetTaskRequest,
 ) -> Result<Task, RpcError> {
     validate::task_id("id", &request.id)?;
     validate::history_length("historyLength", request.history_length)?;
     let service = &app.state.service;
-    Ok(service
-        .get_task(caller, &request.id, request.history_length)
-        .await?)
+    let mut task = service
+        .get_task(&requester.caller, &request.id, request.history_length)
+        .await?;
+    requester.activated.shape_task(&mut task);
+    Ok(task)
 }
 
 /// `ListTasks`.
 pub(crate) async fn list_tasks(
     app: &App,
-    caller: &Caller,
+    requester: &Requester,
     request: ListTasksRequest,
 ) -> Result<ListTasksResponse, RpcError> {
     validate::page_size(request.page_size)?;
     validate::history_length("historyLength", request.history_length)?;
-    Ok(app.state.service.list_tasks(caller, request).await?)
+    let service = &app.state.service;
+    let mut listing = service.list_tasks(&requester.caller, request).await?;
+    requester.activated.shape_tasks(&mut listing.tasks);
+    Ok(listing)
 }
 
 /// `CancelTask`.
 pub(crate) async fn cancel_task(
     app: &App,
-    caller: &Caller,
+    requester: &Requester,
     request: CancelTaskRequest,
 ) -> Result<Task, RpcError> {
     validate::task_id("id", &request.id)?;
-    Ok(app.state.service.cancel_task(caller, &request.id).await?)
+    let service = &app.state.service;
+    let mut task = service.cancel_task(&requester.caller, &request.id).await?;
+    requester.activated.shape_task(&mut task);
+    Ok(task)
 }
 
 /// Any of the four push-notification-config operations. The card says

@@ -11,11 +11,13 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::a2a::extensions::Activated;
 use crate::a2a::jsonrpc::{self, RequestId, RpcError};
+use crate::a2a::ops::Streaming;
 use crate::a2a::types::{StreamResponse, Task, TaskState};
 use crate::a2a::validate::trim_history;
 use crate::a2a::{rest, v03};
-use crate::tasks::{Caller, Subscription, TaskService};
+use crate::tasks::{Caller, TaskService};
 
 /// How often an idle stream sends a comment, so proxies and clients with read timeouts keep the
 /// connection open while a task thinks.
@@ -90,16 +92,22 @@ impl Framing {
     }
 }
 
-/// The HTTP response streaming a subscription until `end`. `history_length` trims every task
-/// snapshot sent.
-pub fn respond(
+/// The HTTP response streaming a subscription until its end. Its `history_length` trims every
+/// task snapshot sent, and every event is shaped by the extensions the request activated; the
+/// response names them.
+pub(crate) fn respond(
     service: Arc<dyn TaskService>,
-    caller: Caller,
     framing: Framing,
-    subscription: Subscription,
-    history_length: Option<i32>,
-    end: StreamEnd,
+    streaming: Streaming,
 ) -> Response {
+    let Streaming {
+        caller,
+        subscription,
+        history_length,
+        activated,
+        end,
+    } = streaming;
+    let echo = activated.clone();
     let follower = Follower {
         service,
         caller,
@@ -107,12 +115,14 @@ pub fn respond(
         end,
         task_id: subscription.snapshot.id.clone(),
         history_length,
+        activated,
         events: subscription.events,
         phase: Phase::Snapshot(Box::new(subscription.snapshot)),
     };
-    Sse::new(events(follower))
+    let response = Sse::new(events(follower))
         .keep_alive(KeepAlive::new().interval(KEEP_ALIVE_INTERVAL))
-        .into_response()
+        .into_response();
+    echo.echo(response)
 }
 
 fn events(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> + Send {
@@ -139,13 +149,24 @@ struct Follower {
     end: StreamEnd,
     task_id: String,
     history_length: Option<i32>,
+    /// What each event may carry, by the extensions the request activated.
+    activated: Activated,
     events: tokio::sync::broadcast::Receiver<StreamResponse>,
     phase: Phase,
 }
 
 impl Follower {
-    /// The next item to send, or `None` once the stream is over.
+    /// The next item to send, shaped for this client, or `None` once the stream is over.
     async fn next(&mut self) -> Option<Result<StreamResponse, RpcError>> {
+        let mut item = self.next_event().await?;
+        if let Ok(event) = &mut item {
+            self.activated.shape_event(event);
+        }
+        Some(item)
+    }
+
+    /// The next item as the task service has it.
+    async fn next_event(&mut self) -> Option<Result<StreamResponse, RpcError>> {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Done => None,
             Phase::Snapshot(mut task) => {
@@ -203,7 +224,7 @@ mod tests {
     use super::*;
     use crate::a2a::types::{ListTasksRequest, ListTasksResponse, SendMessageRequest, TaskState};
     use crate::a2a::types::{TaskStatus, TaskStatusUpdateEvent};
-    use crate::tasks::TaskError;
+    use crate::tasks::{Subscription, TaskError};
     use async_trait::async_trait;
     use tokio::sync::broadcast;
 
@@ -268,6 +289,7 @@ mod tests {
             end: StreamEnd::Settled,
             task_id: "t".into(),
             history_length: None,
+            activated: Activated::none(),
             events,
             phase: Phase::Snapshot(Box::new(task(TaskState::Submitted))),
         }

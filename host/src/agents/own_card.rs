@@ -1,11 +1,41 @@
 //! The card this harness serves: the built-in [`default_card`] with whatever `[card]` sets laid
-//! on top, so an absent key keeps its default and an existing configuration serves the same card.
+//! on top, so an absent key keeps its default; without `[card.skills]` it lists the
+//! [`default_skill`].
 
 use crate::a2a::card::default_card;
 use crate::a2a::types::{AgentCard, AgentSkill};
 use crate::config::CardConfig;
 
-/// This harness's card, reachable at `base_url`.
+/// The id of the skill a card lists when `[card]` configures none.
+pub const DEFAULT_SKILL_ID: &str = "general";
+const DEFAULT_SKILL_NAME: &str = "General tasks";
+/// What any harness does before it is given a purpose. Another agent's model reads it in its
+/// roster (cut at `roster.max_skill_description_chars`, 256 by default, which this stays under).
+const DEFAULT_SKILL_DESCRIPTION: &str = "Works a task described in plain language with a \
+language model and the tools its plugins provide: plans the work, asks the task's participants \
+when it needs them, delegates sub-tasks to other A2A agents, and reports progress as it goes.";
+const DEFAULT_SKILL_TAGS: [&str; 4] = ["general", "tasks", "tools", "delegation"];
+const DEFAULT_SKILL_EXAMPLES: [&str; 2] = [
+    "Summarise this report and list the questions it leaves open.",
+    "Split this migration into steps and run each one as a sub-task.",
+];
+
+/// The skill of a harness whose `[card]` lists none. A2A 1.0 requires a card to have skills
+/// (the SDKs warn that a card without one is not compliant), and a caller's model picks an agent
+/// by its skills, so an unconfigured harness says what it does rather than nothing.
+pub fn default_skill() -> AgentSkill {
+    AgentSkill {
+        id: DEFAULT_SKILL_ID.to_string(),
+        name: DEFAULT_SKILL_NAME.to_string(),
+        description: DEFAULT_SKILL_DESCRIPTION.to_string(),
+        tags: DEFAULT_SKILL_TAGS.map(String::from).to_vec(),
+        examples: DEFAULT_SKILL_EXAMPLES.map(String::from).to_vec(),
+        ..AgentSkill::default()
+    }
+}
+
+/// This harness's card, reachable at `base_url`. A configured `[card.skills]` list replaces the
+/// default skill.
 pub fn own_card(config: &CardConfig, base_url: &str) -> AgentCard {
     let mut card = default_card(base_url);
     if let Some(name) = &config.name {
@@ -17,8 +47,8 @@ pub fn own_card(config: &CardConfig, base_url: &str) -> AgentCard {
     if let Some(version) = &config.version {
         card.version = version.clone();
     }
-    if let Some(skills) = &config.skills {
-        card.skills = skills
+    card.skills = match &config.skills {
+        Some(skills) => skills
             .iter()
             .map(|skill| AgentSkill {
                 id: skill.id.clone(),
@@ -28,8 +58,9 @@ pub fn own_card(config: &CardConfig, base_url: &str) -> AgentCard {
                 examples: skill.examples.clone(),
                 ..AgentSkill::default()
             })
-            .collect();
-    }
+            .collect(),
+        None => vec![default_skill()],
+    };
     card
 }
 
@@ -39,11 +70,37 @@ mod tests {
     use crate::config::CardSkillConfig;
 
     #[test]
-    fn no_card_section_serves_the_default_card() {
+    fn no_card_section_serves_the_default_card_with_the_default_skill() {
+        let card = own_card(&CardConfig::default(), "http://x");
+        assert_eq!(card.skills, [default_skill()]);
+        let without_skills = AgentCard {
+            skills: Vec::new(),
+            ..card
+        };
+        assert_eq!(without_skills, default_card("http://x"));
+    }
+
+    #[test]
+    fn the_default_skill_says_what_an_unconfigured_harness_does() {
+        let skill = serde_json::to_value(default_skill()).unwrap();
         assert_eq!(
-            own_card(&CardConfig::default(), "http://x"),
-            default_card("http://x")
+            skill,
+            serde_json::json!({
+                "id": "general",
+                "name": "General tasks",
+                "description": "Works a task described in plain language with a language model \
+                    and the tools its plugins provide: plans the work, asks the task's \
+                    participants when it needs them, delegates sub-tasks to other A2A agents, \
+                    and reports progress as it goes.",
+                "tags": ["general", "tasks", "tools", "delegation"],
+                "examples": [
+                    "Summarise this report and list the questions it leaves open.",
+                    "Split this migration into steps and run each one as a sub-task."
+                ]
+            })
         );
+        let cap = crate::agents::roster::Caps::DEFAULT.skill_description;
+        assert!(DEFAULT_SKILL_DESCRIPTION.chars().count() <= cap);
     }
 
     #[test]
@@ -65,6 +122,11 @@ mod tests {
         assert_eq!(card.description, default.description);
         assert_eq!(card.version, default.version);
         assert_eq!(card.capabilities, default.capabilities);
+        assert_eq!(
+            card.skills.len(),
+            1,
+            "the configured skills replace the default one"
+        );
         assert_eq!(card.skills[0].id, "balances");
         assert_eq!(card.skills[0].tags, ["accounts"]);
         assert_eq!(card.skills[0].examples, ["What is the balance of 1001?"]);

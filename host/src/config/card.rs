@@ -32,7 +32,8 @@ pub struct CardConfig {
     pub description: Option<String>,
     #[serde(default)]
     pub version: Option<String>,
-    /// `[[card.skills]]`; absent keeps the default card's skills (none).
+    /// `[[card.skills]]`; absent keeps the default skill (`agents::own_card::default_skill`),
+    /// a list replaces it and must hold at least one skill.
     #[serde(default)]
     pub skills: Option<Vec<CardSkillConfig>>,
 }
@@ -121,7 +122,8 @@ fn default_max_skills() -> usize {
     Caps::DEFAULT.skills
 }
 
-/// `[card]`: a value that is set must say something, and skill ids must be unique.
+/// `[card]`: a value that is set must say something, a skill list is not empty, and skill ids
+/// must be unique.
 pub(super) fn validate_card(card: &CardConfig) -> Result<(), ConfigError> {
     let set = [
         ("card.name", &card.name),
@@ -135,6 +137,13 @@ pub(super) fn validate_card(card: &CardConfig) -> Result<(), ConfigError> {
                 "must not be blank; remove the key to keep the default",
             ));
         }
+    }
+    if card.skills.as_ref().is_some_and(Vec::is_empty) {
+        return Err(ConfigError::invalid(
+            "card.skills",
+            "must list at least one skill (A2A 1.0 cards need one); remove the key to keep the \
+             default skill",
+        ));
     }
     let mut seen = HashSet::new();
     for (index, skill) in card.skills.iter().flatten().enumerate() {
@@ -232,6 +241,16 @@ mod tests {
         assert!(error_of(skills).starts_with("card.skills[1].id: must not be blank"));
         let skills = "[[card.skills]]\nid = \"a\"\nname = \"\"\n";
         assert!(error_of(skills).starts_with("card.skills[0].name: must not be blank"));
+    }
+
+    #[test]
+    fn an_empty_skill_list_is_refused_naming_the_default_it_would_replace() {
+        let message = error_of("[card]\nskills = []\n");
+        assert!(
+            message.starts_with("card.skills: must list at least one skill"),
+            "{message}"
+        );
+        assert!(message.contains("remove the key"), "{message}");
     }
 
     #[test]

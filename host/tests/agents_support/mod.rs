@@ -22,6 +22,7 @@ use tiny_harness::a2a::types::{
 };
 use tiny_harness::config::Config;
 use tiny_harness::runtime::Runtime;
+use tiny_harness::tasks::extension::EXTENSION_URI;
 
 /// What a card server does when asked for its card.
 #[derive(Clone)]
@@ -281,7 +282,10 @@ impl Harness {
                 .unwrap();
         });
         Harness {
-            client: A2aClient::new(base_url.clone()).unwrap(),
+            // Activates the task extension, as a tiny-harness client does, so tests can read it.
+            client: A2aClient::new(base_url.clone())
+                .unwrap()
+                .with_extensions(vec![EXTENSION_URI.to_string()]),
             base_url,
             stop: Some(stop),
             done,

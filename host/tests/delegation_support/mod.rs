@@ -22,7 +22,7 @@ use tiny_harness::model::{
     ChatMessage, Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall,
 };
 use tiny_harness::runtime::Runtime;
-use tiny_harness::tasks::extension::METADATA_KEY;
+use tiny_harness::tasks::extension::{EXTENSION_URI, METADATA_KEY};
 
 /// What the test's closure answers: a reply, or no answer ever (a call that hangs until the
 /// task is canceled or the harness stops).
@@ -228,7 +228,7 @@ impl Node {
                 .unwrap();
         });
         Node {
-            client: A2aClient::new(url.clone()).unwrap(),
+            client: extension_client(&url),
             url,
             dir,
             config_path,
@@ -266,9 +266,7 @@ impl Node {
 
     /// A client calling as this participant.
     pub fn client_as(&self, participant: &str) -> A2aClient {
-        A2aClient::new(self.url.clone())
-            .unwrap()
-            .with_participant(participant)
+        extension_client(&self.url).with_participant(participant)
     }
 
     /// Sends `text` as a new task; blocking unless `immediately`.
@@ -298,6 +296,14 @@ pub async fn send_text(client: &A2aClient, task_id: &str, text: &str, immediatel
         SendMessageResponse::Task(task) => task,
         SendMessageResponse::Message(message) => panic!("expected a task, got {message:?}"),
     }
+}
+
+/// A client of the node at `url` that activates the task extension, as the harness's own
+/// clients do, so the tests can read each task's brief and sub-task rows.
+fn extension_client(url: &str) -> A2aClient {
+    A2aClient::new(url.to_string())
+        .unwrap()
+        .with_extensions(vec![EXTENSION_URI.to_string()])
 }
 
 /// The task extension of a task.

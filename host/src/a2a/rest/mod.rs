@@ -22,16 +22,16 @@ mod status;
 
 pub use status::{http_status, status_body};
 
+use crate::a2a::extensions::Activated;
 use crate::a2a::headers::{self, A2A_VERSION_HEADER};
 use crate::a2a::jsonrpc::{self, RpcError, parse_params};
-use crate::a2a::ops::{self, Streaming};
+use crate::a2a::ops::{self, Requester, Streaming};
 use crate::a2a::server::App;
 use crate::a2a::sse::{self, Framing};
 use crate::a2a::types::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
 use crate::log_field;
-use crate::tasks::Caller;
 use status::{Refusal, error_response, with_json};
 
 /// The `protocolBinding` of this binding on the card.
@@ -82,23 +82,14 @@ fn ok<T: serde::Serialize>(result: Result<T, RpcError>) -> Response {
 
 fn stream(app: &App, result: Result<Streaming, RpcError>) -> Response {
     match result {
-        Ok(Streaming {
-            caller,
-            subscription,
-            history_length,
-            end,
-        }) => {
-            let service = app.state.service.clone();
-            let framing = Framing::Rest;
-            sse::respond(service, caller, framing, subscription, history_length, end)
-        }
+        Ok(streaming) => sse::respond(app.state.service.clone(), Framing::Rest, streaming),
         Err(error) => error_response(&error),
     }
 }
 
 /// The version and extension checks every REST request passes, then who the caller is. §3.6.1
 /// lets a client name the version in an `A2A-Version` query parameter instead of the header.
-fn checked(app: &App, headers: &HeaderMap, uri: &Uri) -> Result<Caller, Refusal> {
+fn checked(app: &App, headers: &HeaderMap, uri: &Uri) -> Result<Requester, Refusal> {
     let mut headers = headers.clone();
     if !headers.contains_key(A2A_VERSION_HEADER)
         && let Some(version) = query_pairs(uri).find(|(key, _)| key == "A2A-Version")
@@ -107,8 +98,10 @@ fn checked(app: &App, headers: &HeaderMap, uri: &Uri) -> Result<Caller, Refusal>
         headers.insert(A2A_VERSION_HEADER, value);
     }
     headers::check_version(&headers)?;
-    headers::check_extensions(&headers, &app.supported_extensions)?;
-    headers::caller(&headers, &app.state.delegators).map_err(Refusal::Unauthenticated)
+    let activated = Activated::from_headers(&headers, false, &app.supported_extensions)?;
+    let caller =
+        headers::caller(&headers, &app.state.delegators).map_err(Refusal::Unauthenticated)?;
+    Ok(Requester { caller, activated })
 }
 
 fn query_pairs(uri: &Uri) -> impl Iterator<Item = (String, String)> + '_ {
@@ -151,7 +144,7 @@ fn decode<T: DeserializeOwned>(value: Value) -> Result<T, Refusal> {
     Ok(parse_params(value)?)
 }
 
-/// The value of a check, or the handler answers with its refusal.
+/// The value of a check, or the handler (or the answer being built) is its refusal.
 macro_rules! try_response {
     ($expr:expr) => {
         match $expr {
@@ -168,9 +161,13 @@ async fn send_message(
     uri: Uri,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let caller = try_response!(checked(&app, &headers, &uri));
-    let request: SendMessageRequest = try_response!(body_object(&headers, body).and_then(decode));
-    ok(ops::send_message(&app, &caller, request).await)
+    let requester = try_response!(checked(&app, &headers, &uri));
+    let answer = async {
+        let request: SendMessageRequest =
+            try_response!(body_object(&headers, body).and_then(decode));
+        ok(ops::send_message(&app, &requester, request).await)
+    };
+    requester.activated.echo(answer.await)
 }
 
 /// `POST /message:stream`.
@@ -180,10 +177,16 @@ async fn send_streaming_message(
     uri: Uri,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let caller = try_response!(checked(&app, &headers, &uri));
-    let request: SendMessageRequest = try_response!(body_object(&headers, body).and_then(decode));
-    let result = ops::send_streaming_message(&app, &caller, request).await;
-    stream(&app, result)
+    let requester = try_response!(checked(&app, &headers, &uri));
+    let answer = async {
+        let request: SendMessageRequest =
+            try_response!(body_object(&headers, body).and_then(decode));
+        stream(
+            &app,
+            ops::send_streaming_message(&app, &requester, request).await,
+        )
+    };
+    requester.activated.echo(answer.await)
 }
 
 /// `GET /tasks`, its parameters in the query string (§11.5).
@@ -193,15 +196,18 @@ async fn list_tasks(
     uri: Uri,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Response {
-    let caller = try_response!(checked(&app, &headers, &uri));
-    let pairs = match query {
-        Ok(Query(pairs)) => pairs,
-        Err(rejection) => {
-            return error_response(&RpcError::invalid_params("", rejection.body_text()));
-        }
+    let requester = try_response!(checked(&app, &headers, &uri));
+    let answer = async {
+        let pairs = match query {
+            Ok(Query(pairs)) => pairs,
+            Err(rejection) => {
+                return error_response(&RpcError::invalid_params("", rejection.body_text()));
+            }
+        };
+        let request: ListTasksRequest = try_response!(decode(list_params(&pairs)));
+        ok(ops::list_tasks(&app, &requester, request).await)
     };
-    let request: ListTasksRequest = try_response!(decode(list_params(&pairs)));
-    ok(ops::list_tasks(&app, &caller, request).await)
+    requester.activated.echo(answer.await)
 }
 
 /// The query of `GET /tasks` as the JSON of a `ListTasksRequest`: numbers and booleans typed,
@@ -237,31 +243,33 @@ async fn get_task(
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    let caller = try_response!(checked(&app, &headers, &uri));
-    if let Some(id) = verb(&segment, SUBSCRIBE) {
-        let request = SubscribeToTaskRequest {
-            tenant: String::new(),
-            id: id.to_string(),
+    let requester = try_response!(checked(&app, &headers, &uri));
+    let answer = async {
+        if let Some(id) = verb(&segment, SUBSCRIBE) {
+            let request = SubscribeToTaskRequest {
+                tenant: String::new(),
+                id: id.to_string(),
+            };
+            return stream(&app, ops::subscribe(&app, &requester, request).await);
+        }
+        let history_length = match query_pairs(&uri).find(|(key, _)| key == "historyLength") {
+            None => None,
+            Some((_, value)) => match value.parse::<i32>() {
+                Ok(n) => Some(n),
+                Err(_) => {
+                    let error = RpcError::invalid_params("historyLength", "must be an integer");
+                    return error_response(&error);
+                }
+            },
         };
-        let result = ops::subscribe(&app, &caller, request).await;
-        return stream(&app, result);
-    }
-    let history_length = match query_pairs(&uri).find(|(key, _)| key == "historyLength") {
-        None => None,
-        Some((_, value)) => match value.parse::<i32>() {
-            Ok(n) => Some(n),
-            Err(_) => {
-                let error = RpcError::invalid_params("historyLength", "must be an integer");
-                return error_response(&error);
-            }
-        },
+        let request = GetTaskRequest {
+            tenant: String::new(),
+            id: segment,
+            history_length,
+        };
+        ok(ops::get_task(&app, &requester, request).await)
     };
-    let request = GetTaskRequest {
-        tenant: String::new(),
-        id: segment,
-        history_length,
-    };
-    ok(ops::get_task(&app, &caller, request).await)
+    requester.activated.echo(answer.await)
 }
 
 /// `POST /tasks/{id}:cancel` and `POST /tasks/{id}:subscribe`.
@@ -272,23 +280,25 @@ async fn task_action(
     uri: Uri,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let caller = try_response!(checked(&app, &headers, &uri));
-    let body = try_response!(body_object(&headers, body));
-    if let Some(id) = verb(&segment, CANCEL) {
-        let mut params = body;
-        params["id"] = Value::String(id.to_string());
-        let request: CancelTaskRequest = try_response!(decode(params));
-        return ok(ops::cancel_task(&app, &caller, request).await);
-    }
-    if let Some(id) = verb(&segment, SUBSCRIBE) {
-        let request = SubscribeToTaskRequest {
-            tenant: String::new(),
-            id: id.to_string(),
-        };
-        let result = ops::subscribe(&app, &caller, request).await;
-        return stream(&app, result);
-    }
-    not_found(uri).await
+    let requester = try_response!(checked(&app, &headers, &uri));
+    let answer = async {
+        let body = try_response!(body_object(&headers, body));
+        if let Some(id) = verb(&segment, CANCEL) {
+            let mut params = body;
+            params["id"] = Value::String(id.to_string());
+            let request: CancelTaskRequest = try_response!(decode(params));
+            return ok(ops::cancel_task(&app, &requester, request).await);
+        }
+        if let Some(id) = verb(&segment, SUBSCRIBE) {
+            let request = SubscribeToTaskRequest {
+                tenant: String::new(),
+                id: id.to_string(),
+            };
+            return stream(&app, ops::subscribe(&app, &requester, request).await);
+        }
+        not_found(uri).await
+    };
+    requester.activated.echo(answer.await)
 }
 
 /// The id in a `{id}:{verb}` segment, when the segment ends in that verb.
@@ -299,8 +309,10 @@ fn verb<'a>(segment: &'a str, verb: &str) -> Option<&'a str> {
 
 /// Every push-notification-config route: not supported, as the card says.
 async fn push_config(State(app): State<Arc<App>>, headers: HeaderMap, uri: Uri) -> Response {
-    try_response!(checked(&app, &headers, &uri));
-    error_response(&ops::push_not_supported())
+    let requester = try_response!(checked(&app, &headers, &uri));
+    requester
+        .activated
+        .echo(error_response(&ops::push_not_supported()))
 }
 
 /// `GET /extendedAgentCard`.
@@ -309,8 +321,10 @@ async fn extended_agent_card(
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    try_response!(checked(&app, &headers, &uri));
-    error_response(&ops::extended_agent_card(&app))
+    let requester = try_response!(checked(&app, &headers, &uri));
+    requester
+        .activated
+        .echo(error_response(&ops::extended_agent_card(&app)))
 }
 
 #[cfg(test)]

@@ -9,12 +9,11 @@ use serde_json::Value;
 
 use crate::a2a::dispatch::{Reply, to_value};
 use crate::a2a::jsonrpc::{RpcError, parse_params};
-use crate::a2a::ops;
+use crate::a2a::ops::{self, Requester};
 use crate::a2a::server::App;
 use crate::a2a::types::{
     CancelTaskRequest, GetTaskRequest, StreamResponse, SubscribeToTaskRequest,
 };
-use crate::tasks::Caller;
 
 /// `message/send`.
 pub const SEND: &str = "message/send";
@@ -39,19 +38,19 @@ pub fn is_method(method: &str) -> bool {
 /// Runs a 0.3 method: its params read as 0.3 and converted, its result converted back.
 pub(crate) async fn call(
     app: &App,
-    caller: &Caller,
+    requester: &Requester,
     method: &str,
     params: Value,
 ) -> Result<Reply, RpcError> {
     match method {
         SEND => {
             let request = send_request(params)?;
-            let response = ops::send_message(app, caller, request).await?;
+            let response = ops::send_message(app, requester, request).await?;
             to_value(&convert::send_result_from_v10(&response))
         }
         STREAM => {
             let request = send_request(params)?;
-            let streaming = ops::send_streaming_message(app, caller, request).await?;
+            let streaming = ops::send_streaming_message(app, requester, request).await?;
             Ok(Reply::Stream(Box::new(streaming)))
         }
         GET => {
@@ -61,7 +60,7 @@ pub(crate) async fn call(
                 id: params.id,
                 history_length: params.history_length,
             };
-            let task = ops::get_task(app, caller, request).await?;
+            let task = ops::get_task(app, requester, request).await?;
             to_value(&convert::task_from_v10(&task))
         }
         CANCEL => {
@@ -71,7 +70,7 @@ pub(crate) async fn call(
                 id: params.id,
                 metadata: params.metadata,
             };
-            let task = ops::cancel_task(app, caller, request).await?;
+            let task = ops::cancel_task(app, requester, request).await?;
             to_value(&convert::task_from_v10(&task))
         }
         RESUBSCRIBE => {
@@ -80,7 +79,7 @@ pub(crate) async fn call(
                 tenant: String::new(),
                 id: params.id,
             };
-            let streaming = ops::subscribe(app, caller, request).await?;
+            let streaming = ops::subscribe(app, requester, request).await?;
             Ok(Reply::Stream(Box::new(streaming)))
         }
         EXTENDED_CARD => Err(ops::extended_agent_card(app)),
