@@ -35,6 +35,7 @@ fn settings() -> EngineSettings {
         turn_budget_tokens: 12_000,
         compaction_fraction: 0.75,
         max_output_tokens: Some(1000),
+        task_token_budget: None,
     }
 }
 
