@@ -18,17 +18,23 @@ use tokio_util::task::TaskTracker;
 use self::brief::{ChildBrief, Delivery, child_message};
 use self::report::ChildNews;
 use super::Engine;
+use super::budget;
 use super::tools::ToolError;
 use crate::a2a::client::{A2aClient, ClientError};
 use crate::a2a::types::{
     SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
 };
 use crate::agents::{Registry, SELF_ID};
-use crate::model::Redactor;
+use crate::model::{Redactor, UNKNOWN_MODEL_CODE, UnknownModel};
 use crate::store::{Store, StoreError};
 use crate::tasks::extension::{AgentRef, EXTENSION_URI, TaskLink};
 use crate::tasks::hub::TaskHub;
 use crate::tasks::record::TaskRecord;
+
+/// The code of a model asked of an agent other than this harness.
+pub const MODEL_NOT_SELF_CODE: &str = "model.not_self";
+/// The code of a sub-task on this harness asked by a task with no token budget left.
+pub const BUDGET_SPENT_CODE: &str = "budget.spent";
 
 /// Parent links followed when measuring a task's depth; a longer chain is treated as too deep
 /// rather than walked further, so a corrupt cycle cannot loop.
@@ -48,6 +54,8 @@ pub struct ChildSettings {
     pub participant_id: String,
     /// `[limits] max_subtask_depth`.
     pub max_depth: u32,
+    /// The names of `[models.*]`: the models a child on this harness may be asked to run on.
+    pub models: Vec<String>,
     /// `[limits] subtask_unreachable_secs`: how long a child's agent may stay unreachable
     /// before the child ends FAILED for the parent.
     pub unreachable_after: Duration,
@@ -121,8 +129,9 @@ impl Children {
     }
 
     /// Creates the child with an A2A `SendMessage` to its agent and returns the sub-task row
-    /// for the parent. Fails, creating nothing and contacting nothing, for an unknown agent or
-    /// a parent already at `limits.max_subtask_depth`.
+    /// for the parent. Fails, creating nothing and contacting nothing, for an unknown agent, a
+    /// parent already at `limits.max_subtask_depth`, a model this harness does not have (or any
+    /// model for another agent), or a parent with no token budget left to give a child here.
     pub async fn spawn(&self, request: SpawnRequest<'_>) -> Result<TaskLink, ToolError> {
         let agent = self
             .registry
@@ -139,6 +148,11 @@ impl Children {
             ));
         }
         let agent_id = agent.id.clone();
+        let own = agent_id == SELF_ID;
+        let budget = own
+            .then(|| budget::remaining(request.parent))
+            .flatten();
+        self.check_model_and_budget(&agent_id, request.brief.model.as_deref(), budget)?;
         let client = self.client(&agent_id)?;
         let delivery = Delivery {
             envelope: agent
@@ -152,6 +166,8 @@ impl Children {
                 &request.parent.id,
                 &self.settings.participant_id_for(&agent_id),
             )),
+            own,
+            budget,
         };
         let message = child_message(&request.brief, &request.message_id, delivery);
         let send = SendMessageRequest {
@@ -196,6 +212,35 @@ impl Children {
                 ),
             )),
         }
+    }
+
+    /// Refuses a model this harness does not have, a model for another agent (which chooses its
+    /// own), and a child on this harness when its parent has no tokens left to give it.
+    fn check_model_and_budget(
+        &self,
+        agent: &str,
+        model: Option<&str>,
+        budget: Option<u64>,
+    ) -> Result<(), ToolError> {
+        if let Some(model) = model {
+            if agent != SELF_ID {
+                return Err(ToolError::new(
+                    MODEL_NOT_SELF_CODE,
+                    format!(
+                        "{agent} chooses its own model; leave model out, or give the sub-task to self"
+                    ),
+                ));
+            }
+            UnknownModel::check(model, &self.settings.models)
+                .map_err(|err| ToolError::new(UNKNOWN_MODEL_CODE, err.message()))?;
+        }
+        if budget == Some(0) {
+            return Err(ToolError::new(
+                BUDGET_SPENT_CODE,
+                "this task has used its whole token budget and has none to give a sub-task",
+            ));
+        }
+        Ok(())
     }
 
     /// Starts the stand-in follower of a child, unless one runs already.
