@@ -4,6 +4,7 @@
 //! There is no in-process shortcut: `self` is reached over HTTP at its own base URL.
 
 pub mod brief;
+pub mod choice;
 mod deadline;
 mod follower;
 pub mod report;
@@ -25,16 +26,11 @@ use crate::a2a::types::{
     SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
 };
 use crate::agents::{Registry, SELF_ID};
-use crate::model::{Redactor, UNKNOWN_MODEL_CODE, UnknownModel};
+use crate::model::Redactor;
 use crate::store::{Store, StoreError};
 use crate::tasks::extension::{AgentRef, EXTENSION_URI, TaskLink};
 use crate::tasks::hub::TaskHub;
 use crate::tasks::record::TaskRecord;
-
-/// The code of a model asked of an agent other than this harness.
-pub const MODEL_NOT_SELF_CODE: &str = "model.not_self";
-/// The code of a sub-task on this harness asked by a task with no token budget left.
-pub const BUDGET_SPENT_CODE: &str = "budget.spent";
 
 /// Parent links followed when measuring a task's depth; a longer chain is treated as too deep
 /// rather than walked further, so a corrupt cycle cannot loop.
@@ -152,7 +148,12 @@ impl Children {
         let budget = own
             .then(|| budget::remaining(request.parent))
             .flatten();
-        self.check_model_and_budget(&agent_id, request.brief.model.as_deref(), budget)?;
+        choice::check(
+            &self.settings.models,
+            &agent_id,
+            request.brief.model.as_deref(),
+            budget,
+        )?;
         let client = self.client(&agent_id)?;
         let delivery = Delivery {
             envelope: agent
@@ -212,35 +213,6 @@ impl Children {
                 ),
             )),
         }
-    }
-
-    /// Refuses a model this harness does not have, a model for another agent (which chooses its
-    /// own), and a child on this harness when its parent has no tokens left to give it.
-    fn check_model_and_budget(
-        &self,
-        agent: &str,
-        model: Option<&str>,
-        budget: Option<u64>,
-    ) -> Result<(), ToolError> {
-        if let Some(model) = model {
-            if agent != SELF_ID {
-                return Err(ToolError::new(
-                    MODEL_NOT_SELF_CODE,
-                    format!(
-                        "{agent} chooses its own model; leave model out, or give the sub-task to self"
-                    ),
-                ));
-            }
-            UnknownModel::check(model, &self.settings.models)
-                .map_err(|err| ToolError::new(UNKNOWN_MODEL_CODE, err.message()))?;
-        }
-        if budget == Some(0) {
-            return Err(ToolError::new(
-                BUDGET_SPENT_CODE,
-                "this task has used its whole token budget and has none to give a sub-task",
-            ));
-        }
-        Ok(())
     }
 
     /// Starts the stand-in follower of a child, unless one runs already.
