@@ -77,7 +77,10 @@ async fn a_sub_task_on_self_gets_what_its_parent_had_left_and_fails_at_it() {
         .await
         .unwrap();
     let ext = extension(&child);
-    assert_eq!(ext["token_budget"], 600, "1000 less the 400 the parent had used");
+    assert_eq!(
+        ext["token_budget"], 600,
+        "1000 less the 400 the parent had used"
+    );
     assert_eq!(child.status.state, TaskState::Failed);
     assert_eq!(
         answer(&child),
@@ -117,7 +120,10 @@ async fn a_parent_past_its_budget_fails_and_its_open_child_is_canceled() {
         answer(&parent),
         "the task used 1100 tokens, over limits.task_token_budget (1000)"
     );
-    let child_id = sub_tasks(&parent)[0]["task_id"].as_str().unwrap().to_string();
+    let child_id = sub_tasks(&parent)[0]["task_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let child = wait_for(&node.client, &child_id, is_terminal).await;
     assert_eq!(child.status.state, TaskState::Canceled, "{child:?}");
 }

@@ -470,13 +470,13 @@ async fn a_task_on_a_named_model_has_its_turns_and_its_summaries_made_by_that_mo
     .await
     .unwrap();
     assert_eq!(task.status.state, TaskState::Completed);
-    assert!(default.requests().is_empty(), "the default model was never asked");
+    assert!(
+        default.requests().is_empty(),
+        "the default model was never asked"
+    );
     let purposes: Vec<Purpose> = deep.requests().iter().map(|r| r.purpose).collect();
     assert!(purposes.contains(&Purpose::Summary), "{purposes:?}");
-    assert_eq!(
-        purposes.iter().filter(|p| **p == Purpose::Turn).count(),
-        5
-    );
+    assert_eq!(purposes.iter().filter(|p| **p == Purpose::Turn).count(), 5);
 }
 
 #[tokio::test]

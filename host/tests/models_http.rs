@@ -39,7 +39,10 @@ async fn a_trusted_brief_naming_a_model_runs_on_it_with_the_effort_as_that_provi
     let (harness, default, fast, deep) = harness().await;
 
     let task = harness
-        .create(true, brief(json!({"model": "deep", "reasoning_effort": "high"})))
+        .create(
+            true,
+            brief(json!({"model": "deep", "reasoning_effort": "high"})),
+        )
         .await
         .unwrap();
     let done = harness.finished(true, task["id"].as_str().unwrap()).await;
@@ -61,7 +64,10 @@ async fn a_trusted_brief_naming_a_model_runs_on_it_with_the_effort_as_that_provi
     );
 
     let task = harness
-        .create(true, brief(json!({"model": "fast", "reasoning_effort": "low"})))
+        .create(
+            true,
+            brief(json!({"model": "fast", "reasoning_effort": "low"})),
+        )
         .await
         .unwrap();
     let done = harness.finished(true, task["id"].as_str().unwrap()).await;
@@ -128,7 +134,10 @@ async fn an_unknown_model_is_refused_naming_the_valid_ones_and_creates_nothing()
         r#"invalid params: task.model: no model named "gpt-9"; valid models: deep, fast (or leave model out for the default)"#
     );
     let error = harness
-        .create(true, brief(json!({"model": "fast", "reasoning_effort": "max"})))
+        .create(
+            true,
+            brief(json!({"model": "fast", "reasoning_effort": "max"})),
+        )
         .await
         .unwrap_err();
     assert_eq!(

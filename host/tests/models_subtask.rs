@@ -52,7 +52,11 @@ async fn a_sub_task_on_self_asked_for_a_model_records_it_and_runs_on_it() {
     let (node, _scripts) = node_with_fast_model(model.clone()).await;
     let parent = node.send("Have a quick look done", false).await;
     assert_eq!(parent.status.state, TaskState::Completed, "{parent:?}");
-    assert!(answer(&parent).contains("fast child done"), "{}", answer(&parent));
+    assert!(
+        answer(&parent).contains("fast child done"),
+        "{}",
+        answer(&parent)
+    );
     let rows = sub_tasks(&parent);
     assert_eq!(rows.len(), 1, "{rows:?}");
     let child = node

@@ -613,8 +613,7 @@ mod tests {
             "limits.task_token_budget: must be at least 1; leave it out for no budget"
         );
         assert!(
-            error_of("[limits]\ntask_token_budget = -5\n")
-                .starts_with("limits.task_token_budget:")
+            error_of("[limits]\ntask_token_budget = -5\n").starts_with("limits.task_token_budget:")
         );
     }
 

@@ -112,9 +112,18 @@ mod tests {
         };
         assert_eq!(Budget::of(&record(None, 0), None), None);
         assert_eq!(Budget::of(&record(None, 0), Some(900)), Some(limit(900)));
-        assert_eq!(Budget::of(&record(Some(900), 0), Some(900)), Some(limit(900)));
-        assert_eq!(Budget::of(&record(Some(400), 0), Some(900)), Some(brief(400)));
-        assert_eq!(Budget::of(&record(Some(2_000), 0), Some(900)), Some(limit(900)));
+        assert_eq!(
+            Budget::of(&record(Some(900), 0), Some(900)),
+            Some(limit(900))
+        );
+        assert_eq!(
+            Budget::of(&record(Some(400), 0), Some(900)),
+            Some(brief(400))
+        );
+        assert_eq!(
+            Budget::of(&record(Some(2_000), 0), Some(900)),
+            Some(limit(900))
+        );
         assert_eq!(Budget::of(&record(Some(400), 0), None), Some(brief(400)));
     }
 

@@ -204,11 +204,19 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         Ok(model) => model.clone(),
         Err(unknown) => {
             // Named at creation, gone since: the configuration changed under an open task.
-            fail(hub, id, &format!("the task cannot run: {}", unknown.message()))?;
+            fail(
+                hub,
+                id,
+                &format!("the task cannot run: {}", unknown.message()),
+            )?;
             return Ok(Step::Stop);
         }
     };
-    let effort = record.ext.reasoning_effort.as_deref().and_then(Effort::parse);
+    let effort = record
+        .ext
+        .reasoning_effort
+        .as_deref()
+        .and_then(Effort::parse);
     let input = TurnInput {
         record: &record,
         skills: &[],

@@ -368,7 +368,12 @@ mod tests {
         assert_eq!(body["max_tokens"], 32_768);
         let capped = model(4_096).request_body_at(&ask, Some(Effort::High));
         assert_eq!(capped["thinking"]["budget_tokens"], 2048);
-        assert!(model(2_000).request_body_at(&ask, Some(Effort::Low)).get("thinking").is_none());
+        assert!(
+            model(2_000)
+                .request_body_at(&ask, Some(Effort::Low))
+                .get("thinking")
+                .is_none()
+        );
         assert!(model(32_768).request_body(&ask).get("thinking").is_none());
     }
 

@@ -64,7 +64,10 @@ pub fn build_models(
         if config.provider.is_none() {
             return Err(ModelBuildError::MissingProvider { table });
         }
-        built.insert(name.clone(), build_in_table(&table, config, &resolve, &env)?);
+        built.insert(
+            name.clone(),
+            build_in_table(&table, config, &resolve, &env)?,
+        );
     }
     Ok(Models::new(default, built))
 }
@@ -86,12 +89,13 @@ fn build_in_table(
     };
     match provider {
         Provider::Scripted => {
-            let script = config
-                .script
-                .as_deref()
-                .ok_or_else(|| ModelBuildError::MissingScript {
-                    table: table.to_string(),
-                })?;
+            let script =
+                config
+                    .script
+                    .as_deref()
+                    .ok_or_else(|| ModelBuildError::MissingScript {
+                        table: table.to_string(),
+                    })?;
             let model = ScriptedModel::load(&resolve(script))
                 .map_err(|source| ModelBuildError::Script {
                     table: table.to_string(),
@@ -102,57 +106,59 @@ fn build_in_table(
         }
         Provider::Conformance => Ok(Arc::new(ConformanceModel::new())),
         Provider::Openai => {
-            let settings = http_settings(
-                table,
-                config,
-                provider,
-                openai::OPENAI_DEFAULT_BASE_URL,
-                Some(openai::OPENAI_DEFAULT_MODEL),
-                "OPENAI_API_KEY",
-                openai::OPENAI_HOST,
-                env,
-            )?;
+            let settings = http_settings(table, config, &OPENAI, env)?;
             Ok(Arc::new(OpenAiModel::new(settings)?))
         }
         Provider::Anthropic => {
-            let settings = http_settings(
-                table,
-                config,
-                provider,
-                anthropic::ANTHROPIC_DEFAULT_BASE_URL,
-                None,
-                "ANTHROPIC_API_KEY",
-                anthropic::ANTHROPIC_HOST,
-                env,
-            )?;
+            let settings = http_settings(table, config, &ANTHROPIC, env)?;
             Ok(Arc::new(AnthropicModel::new(settings)?))
         }
     }
 }
 
+/// What an HTTP provider assumes when its table leaves a setting out.
+struct ProviderDefaults {
+    provider: Provider,
+    base_url: &'static str,
+    model: Option<&'static str>,
+    key_env: &'static str,
+    /// The provider's own host: the only one where a missing key is certain to fail.
+    official_host: &'static str,
+}
+
+const OPENAI: ProviderDefaults = ProviderDefaults {
+    provider: Provider::Openai,
+    base_url: openai::OPENAI_DEFAULT_BASE_URL,
+    model: Some(openai::OPENAI_DEFAULT_MODEL),
+    key_env: "OPENAI_API_KEY",
+    official_host: openai::OPENAI_HOST,
+};
+
+const ANTHROPIC: ProviderDefaults = ProviderDefaults {
+    provider: Provider::Anthropic,
+    base_url: anthropic::ANTHROPIC_DEFAULT_BASE_URL,
+    model: None,
+    key_env: "ANTHROPIC_API_KEY",
+    official_host: anthropic::ANTHROPIC_HOST,
+};
+
 /// The settings of an HTTP provider: defaults filled in, the URL checked, the key read.
 fn http_settings(
     table: &str,
     config: &ModelConfig,
-    provider: Provider,
-    default_base_url: &str,
-    default_model: Option<&str>,
-    default_key_env: &str,
-    official_host: &str,
+    defaults: &ProviderDefaults,
     env: &impl Fn(&str) -> Option<String>,
 ) -> Result<HttpSettings, ModelBuildError> {
-    let model = config
-        .model
-        .as_deref()
-        .or(default_model)
-        .ok_or_else(|| ModelBuildError::MissingModel {
+    let model = config.model.as_deref().or(defaults.model).ok_or_else(|| {
+        ModelBuildError::MissingModel {
             table: table.to_string(),
-            provider: provider.as_str(),
-        })?;
+            provider: defaults.provider.as_str(),
+        }
+    })?;
     let base_url = config
         .base_url
         .as_deref()
-        .unwrap_or(default_base_url)
+        .unwrap_or(defaults.base_url)
         .trim_end_matches('/');
     let host = reqwest::Url::parse(base_url)
         .ok()
@@ -162,9 +168,9 @@ fn http_settings(
             table: table.to_string(),
             url: base_url.to_string(),
         })?;
-    let variable = config.api_key_env.as_deref().unwrap_or(default_key_env);
+    let variable = config.api_key_env.as_deref().unwrap_or(defaults.key_env);
     let api_key = env(variable).filter(|key| !key.trim().is_empty());
-    if api_key.is_none() && host == official_host {
+    if api_key.is_none() && host == defaults.official_host {
         return Err(ModelBuildError::MissingKey {
             table: table.to_string(),
             variable: variable.to_string(),

@@ -136,7 +136,10 @@ mod tests {
     #[test]
     fn a_hostile_name_is_escaped_and_cut_before_it_is_echoed() {
         let err = UnknownModel::new("a\"\nvalid models: all", names(&["fast"]));
-        assert!(err.message().starts_with(r#"no model named "a\"\nvalid models: all";"#));
+        assert!(
+            err.message()
+                .starts_with(r#"no model named "a\"\nvalid models: all";"#)
+        );
         let long = UnknownModel::new(&"x".repeat(1_000), Vec::new());
         assert_eq!(long.rejected.chars().count(), MAX_ECHOED_NAME_CHARS + 1);
     }
@@ -147,7 +150,10 @@ mod tests {
         let fast: Arc<dyn Model> = Arc::new(UnconfiguredModel::new(Some(2)));
         let models = Models::new(default, BTreeMap::from([("fast".to_string(), fast)]));
         assert_eq!(models.resolve(None).unwrap().context_window(), Some(1));
-        assert_eq!(models.resolve(Some("fast")).unwrap().context_window(), Some(2));
+        assert_eq!(
+            models.resolve(Some("fast")).unwrap().context_window(),
+            Some(2)
+        );
         let err = models.resolve(Some("slow")).err().unwrap();
         assert_eq!(err.valid, ["fast"]);
         assert_eq!(models.names(), ["fast"]);

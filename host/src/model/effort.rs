@@ -77,7 +77,10 @@ mod tests {
     #[test]
     fn anthropic_budgets_stay_under_half_of_max_tokens_and_at_the_api_minimum() {
         assert_eq!(Effort::Low.anthropic_thinking_budget(32_768), Some(1_024));
-        assert_eq!(Effort::Medium.anthropic_thinking_budget(32_768), Some(4_096));
+        assert_eq!(
+            Effort::Medium.anthropic_thinking_budget(32_768),
+            Some(4_096)
+        );
         assert_eq!(Effort::High.anthropic_thinking_budget(32_768), Some(16_384));
         assert_eq!(Effort::High.anthropic_thinking_budget(4_096), Some(2_048));
         assert_eq!(Effort::Low.anthropic_thinking_budget(2_048), Some(1_024));

@@ -1,5 +1,7 @@
 //! Language-model providers behind one trait: OpenAI-compatible chat completions, Anthropic
-//! messages, and `scripted` (a file of replies for tests and offline demos).
+//! messages, and `scripted` (a file of replies for tests and offline demos). `[model]` is the
+//! default and each `[models.NAME]` another ([`Models`]); a task runs on the one its brief names,
+//! at the reasoning [`Effort`] its brief sets, which each provider is told its own way.
 //!
 //! The engine builds one [`ModelRequest`] per turn; a provider maps it to its wire format, sends
 //! it (retrying 429, 5xx and timeouts with backoff) and maps the answer back to a [`ModelReply`].

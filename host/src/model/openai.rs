@@ -283,7 +283,12 @@ mod tests {
         let model = model("http://127.0.0.1:11434/v1");
         let body = model.request_body_at(&request(), Some(Effort::High));
         assert_eq!(body["reasoning_effort"], "high");
-        assert!(model.request_body(&request()).get("reasoning_effort").is_none());
+        assert!(
+            model
+                .request_body(&request())
+                .get("reasoning_effort")
+                .is_none()
+        );
     }
 
     #[test]

@@ -330,7 +330,11 @@ usage = { input_tokens = 1200, output_tokens = 30 }
         let second = model.complete(&request(1, Purpose::Turn)).await.unwrap();
         assert_eq!(second.text, "Done: 42.");
         assert!(second.tool_calls.is_empty());
-        assert_eq!(first.usage, Usage::default(), "no usage unless the script says");
+        assert_eq!(
+            first.usage,
+            Usage::default(),
+            "no usage unless the script says"
+        );
         assert_eq!(
             second.usage,
             Usage {

@@ -290,7 +290,10 @@ mod tests {
     fn an_untrusted_creator_may_name_only_itself_and_keep_the_defaults() {
         let own = json!({"name":"n","goal":"g","lifecycle":"agent",
             "participants":[{"id":"alice","kind":"human","role":"admin"}]});
-        assert_eq!(check_new_brief(&brief(own), "alice", false, &rules()), Ok(()));
+        assert_eq!(
+            check_new_brief(&brief(own), "alice", false, &rules()),
+            Ok(())
+        );
         assert_eq!(
             refusal(json!({"name":"n","goal":"g",
                 "participants":[{"id":"bob","kind":"human","role":"assignee"}]})),
@@ -325,7 +328,10 @@ mod tests {
         let full = json!({"name":"n","goal":"g","lifecycle":"participant","model":"big",
             "reasoning_effort":"low","token_budget":500,"parent_tasks":[{"task_id":"t0"}],
             "participants":[{"id":"bob","kind":"human","role":"assignee"}]});
-        assert_eq!(check_new_brief(&brief(full), "ledger", true, &rules()), Ok(()));
+        assert_eq!(
+            check_new_brief(&brief(full), "ledger", true, &rules()),
+            Ok(())
+        );
         let blank = brief(json!({"name":"n","goal":"g","model":" "}));
         assert!(check_new_brief(&blank, "ledger", true, &rules()).is_err());
     }
@@ -344,7 +350,12 @@ mod tests {
             r#"task.model: no model named "huge"; valid models: big, small (or leave model out for the default)"#
         );
         let none = BriefRules::default();
-        let err = check_new_brief(&brief(json!({"name":"n","goal":"g","model":"big"})), "l", true, &none);
+        let err = check_new_brief(
+            &brief(json!({"name":"n","goal":"g","model":"big"})),
+            "l",
+            true,
+            &none,
+        );
         assert_eq!(
             err,
             Err(TaskError::InvalidParams(
@@ -377,7 +388,10 @@ mod tests {
         assert_eq!(asking(None), Some(10_000));
         assert_eq!(asking(Some(400)), Some(400));
         assert_eq!(asking(Some(50_000)), Some(10_000));
-        assert_eq!(BriefRules::default().budget_for(&TaskExtension::from_text("t")), None);
+        assert_eq!(
+            BriefRules::default().budget_for(&TaskExtension::from_text("t")),
+            None
+        );
     }
 
     #[test]

@@ -38,11 +38,7 @@ pub struct ModelStub {
     requests: Arc<Mutex<Vec<(String, Value)>>>,
 }
 
-async fn answer(
-    State(stub): State<ModelStub>,
-    uri: Uri,
-    Json(body): Json<Value>,
-) -> Json<Value> {
+async fn answer(State(stub): State<ModelStub>, uri: Uri, Json(body): Json<Value>) -> Json<Value> {
     let path = uri.path().to_string();
     stub.requests.lock().unwrap().push((path.clone(), body));
     let text = format!("answered by {}", stub.label);

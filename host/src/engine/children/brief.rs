@@ -227,7 +227,13 @@ mod tests {
         };
         let message = child_message(&brief, "m-1", delivery);
         let payload = &message.parts[0].data.as_ref().unwrap()["payload"];
-        for key in ["participants", "lifecycle", "parent_tasks", "model", "token_budget"] {
+        for key in [
+            "participants",
+            "lifecycle",
+            "parent_tasks",
+            "model",
+            "token_budget",
+        ] {
             assert!(
                 payload.get(key).is_none(),
                 "{key} sent to an untrusting agent"

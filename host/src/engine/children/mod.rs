@@ -145,9 +145,7 @@ impl Children {
         }
         let agent_id = agent.id.clone();
         let own = agent_id == SELF_ID;
-        let budget = own
-            .then(|| budget::remaining(request.parent))
-            .flatten();
+        let budget = own.then(|| budget::remaining(request.parent)).flatten();
         choice::check(
             &self.settings.models,
             &agent_id,
