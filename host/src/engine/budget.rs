@@ -63,6 +63,13 @@ impl Budget {
     }
 }
 
+/// Shows on the task what its model calls have used so far and the budget that applies, as
+/// each model call is recorded.
+pub fn show_usage(record: &mut TaskRecord, usage: Usage, limit: Option<u64>) {
+    record.ext.usage = Some(usage);
+    record.ext.token_budget = Budget::of(record, limit).map(|b| b.tokens);
+}
+
 /// What a task can still give a sub-task: its budget less what it has used, as its record says
 /// after its last model call. `None` when the task has no budget.
 pub fn remaining(record: &TaskRecord) -> Option<u64> {

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::budget::Budget;
+use super::budget::{self, Budget};
 use super::children::Children;
 use super::inbox::{drain, has_unread};
 use super::journal::{JournalEntry, Replay};
@@ -18,9 +18,7 @@ use crate::a2a::types::{
 };
 use crate::context::compaction::{budget, is_over, split_point, summary_request};
 use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
-use crate::model::{
-    Effort, Finish, Model, ModelError, Models, ToolSpec, TurnContext, TurnReply, Usage,
-};
+use crate::model::{Effort, Finish, Model, ModelError, Models, ToolSpec, TurnContext, TurnReply};
 use crate::store::{StoreError, Tx};
 use crate::tasks::extension::{Lifecycle, StepState};
 use crate::tasks::hub::{Change, TaskHub};
@@ -259,7 +257,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     let task_token_budget = settings.task_token_budget;
     let change = hub.change(id, |rec, tx| {
         tx.append_journal(id, &entry)?;
-        record_usage(rec, usage, task_token_budget);
+        budget::show_usage(rec, usage, task_token_budget);
         if reply.tool_calls.is_empty()
             && !has_open_subtasks(rec)
             && !has_unread(tx, id, read_through)?
@@ -298,12 +296,6 @@ fn follow_new_children(shared: &Shared, parent: &str, effects: &[Effect]) {
     }
 }
 
-/// Shows on the task what its model calls have used so far, and the budget that applies.
-fn record_usage(record: &mut TaskRecord, usage: Usage, limit: Option<u64>) {
-    record.ext.usage = Some(usage);
-    record.ext.token_budget = Budget::of(record, limit).map(|b| b.tokens);
-}
-
 /// Folds the oldest history into a summary, asked of the task's own model at its effort.
 async fn compact(
     shared: &Shared,
@@ -339,7 +331,7 @@ async fn compact(
     tracing::info!(task = %id, removed_items = cut, "compacted the history");
     let limit = shared.settings.task_token_budget;
     if let Change::Applied(..) = shared.hub.change(id, |rec, tx| {
-        record_usage(rec, usage, limit);
+        budget::show_usage(rec, usage, limit);
         tx.append_journal(id, &entry)
     })? {
         replay.apply(&entry);
