@@ -59,6 +59,7 @@ pub fn definitions() -> Vec<ToolDefinition> {
                     "description": {"type": "string", "description": "Everything the sub-task needs to know: it cannot see this task."},
                     "acceptance_criteria": strings,
                     "agent": {"type": ["string", "null"], "description": "The id of an agent listed in <agents>, exactly as listed, or null to run the sub-task on this harness (self). Any other id is refused."},
+                    "model": {"type": "string", "description": "For a sub-task on this harness (self): the name of a model listed under self in <agents>. Leave it out for the default model. Any other name is refused, as is a model for another agent."},
                     "step": {"type": "string", "description": "The id of the plan step this sub-task serves."}
                 }),
                 &["name", "goal"],
@@ -160,6 +161,8 @@ pub fn invoke(name: &str, arguments: &str) -> Result<String, ToolError> {
             Ok(format!("step {step} done"))
         }
         "spawn_subtask" => {
+            // `model` is not passed on: the host reads it from the model's own arguments, which
+            // plugin interface 0.1.0's brief has no field for.
             let brief = SubtaskBrief {
                 name: text(&args, "name"),
                 goal: text(&args, "goal"),

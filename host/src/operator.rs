@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::agents::{Discovery, Registry, Roster, build_roster, own_card};
 use crate::config::Config;
-use crate::model::build_model;
+use crate::model::{build_model, build_models};
 use crate::plugins::PluginHost;
 use crate::runtime::{StartError, plugin_settings, prompt_context, render_context};
 use crate::tasks::Delegators;
@@ -36,6 +36,12 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
         |path| config.resolve(path),
         |name| std::env::var(name).ok(),
     )?;
+    let models = build_models(
+        model.clone(),
+        &config.models,
+        |path| config.resolve(path),
+        |name| std::env::var(name).ok(),
+    )?;
     let delegators = Delegators::from_config(&config.server, |name| std::env::var(name).ok())?;
     let (discovery, roster) = discover(config).await;
     let host = plugins(config, &roster).await?;
@@ -49,6 +55,9 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
     let _ = writeln!(out, "listen:        {}", config.server.bind);
     let _ = writeln!(out, "base URL:      {}", config.server.effective_base_url());
     let _ = writeln!(out, "model:         {}", model.describe());
+    for (name, described) in models.describe_named() {
+        let _ = writeln!(out, "models.{name}: {described}");
+    }
     let _ = writeln!(
         out,
         "store:         {}",
@@ -61,6 +70,11 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
         config.context.turn_budget_tokens,
         config.context.compaction_fraction
     );
+    let budget = match config.limits.task_token_budget {
+        Some(tokens) => format!("{tokens} tokens"),
+        None => "off".to_string(),
+    };
+    let _ = writeln!(out, "task budget:   {budget}");
     let _ = writeln!(
         out,
         "sub-tasks:     max depth {}, deadline {} s, agent unreachable after {} s",

@@ -12,17 +12,20 @@ use tokio::net::TcpListener;
 
 use crate::a2a::server::{ConnectionLimits, ServerState, router, serve};
 use crate::a2a::types::AgentCard;
-use crate::agents::{Registry, Roster, RosterEntry, build_roster, own_card, render_agents};
+use crate::agents::{
+    Registry, Roster, RosterEntry, build_roster, own_card, render_agents_with_models,
+};
 use crate::config::{Config, ConfigError};
 use crate::context::StaticPrefix;
 use crate::engine::children::{ChildSettings, Children};
 use crate::engine::{EmbeddedEngine, EngineSettings};
-use crate::model::{Model, ModelBuildError, build_model};
+use crate::model::{Model, ModelBuildError, Models, build_model, build_models};
 use crate::plugins::{
     AgentEntry, CallLimits, PluginError, PluginHost, PluginParticipant, PluginSettings,
     PromptContext, SkillSummary,
 };
 use crate::store::{Store, StoreError};
+use crate::tasks::envelope::BriefRules;
 use crate::tasks::hub::TaskHub;
 use crate::tasks::{Delegators, Tasks};
 
@@ -52,7 +55,10 @@ pub struct Runtime {
     pub store: Arc<Store>,
     pub tasks: Arc<Tasks>,
     pub engine: Arc<EmbeddedEngine>,
+    /// `[model]`, the default.
     pub model: Arc<dyn Model>,
+    /// The default and every `[models.NAME]`.
+    pub models: Models,
     pub plugins: PluginHost,
     pub prefix: StaticPrefix,
     /// `self` and the remote agents whose cards passed at start-up.
@@ -70,12 +76,17 @@ impl Runtime {
     /// Builds the harness from its configuration, the model from `[model]`. Fetches the remote
     /// agents' cards, so it takes as long as the slowest (at most `roster.card_timeout_secs`).
     pub async fn build(config: Config) -> Result<Runtime, StartError> {
-        let model = build_model(
-            &config.model,
-            |path| config.resolve(path),
-            |name| std::env::var(name).ok(),
-        )?;
-        Runtime::build_with_model(config, model).await
+        Runtime::build_with_env(config, |name| std::env::var(name).ok()).await
+    }
+
+    /// [`Runtime::build`], every environment variable (keys, tokens) read with `env`, so tests
+    /// can build a whole harness without touching the process environment.
+    pub async fn build_with_env(
+        config: Config,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Runtime, StartError> {
+        let model = build_model(&config.model, |path| config.resolve(path), &env)?;
+        Runtime::build_with_model_and_env(config, model, env).await
     }
 
     /// Builds the harness around a given model (tests and benchmarks), the delegators' tokens
@@ -87,14 +98,16 @@ impl Runtime {
         Runtime::build_with_model_and_env(config, model, |name| std::env::var(name).ok()).await
     }
 
-    /// Builds the harness around a given model, reading the delegators' tokens with `env`, so
-    /// tests can give tokens without touching the process environment. A token that is missing
-    /// is a configuration error: a harness must not serve with a delegator it cannot recognise.
+    /// Builds the harness around a given default model (the named ones still from
+    /// `[models.*]`), reading keys and the delegators' tokens with `env`, so tests can give them
+    /// without touching the process environment. A token that is missing is a configuration
+    /// error: a harness must not serve with a delegator it cannot recognise.
     pub async fn build_with_model_and_env(
         config: Config,
         model: Arc<dyn Model>,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Runtime, StartError> {
+        let models = build_models(model.clone(), &config.models, |p| config.resolve(p), &env)?;
         let delegators = Arc::new(Delegators::from_config(&config.server, &env)?);
         let agent_tokens = agent_tokens(&config, &env)?;
         if config.model.provider.is_none() {
@@ -115,11 +128,13 @@ impl Runtime {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
             compaction_fraction: config.context.compaction_fraction,
-            max_output_tokens: Some(config.model.max_output_tokens),
+            // Each model's own `max_output_tokens` applies: its provider fills it in.
+            max_output_tokens: None,
+            task_token_budget: config.limits.task_token_budget,
         };
         let engine = EmbeddedEngine::new(
             hub.clone(),
-            model.clone(),
+            models.clone(),
             plugins.toolbox(),
             prefix.clone(),
             settings,
@@ -131,7 +146,11 @@ impl Runtime {
         ));
         plugins.toolbox().attach_children(children.clone());
         engine.attach_children(children.clone());
-        let tasks = Arc::new(Tasks::new(hub));
+        let rules = BriefRules {
+            models: model_names(&config),
+            task_token_budget: config.limits.task_token_budget,
+        };
+        let tasks = Arc::new(Tasks::with_rules(hub, rules));
         tasks.set_engine(engine.clone());
         Ok(Runtime {
             config,
@@ -139,6 +158,7 @@ impl Runtime {
             tasks,
             engine,
             model,
+            models,
             plugins,
             prefix,
             registry,
@@ -200,6 +220,9 @@ impl Runtime {
             env!("CARGO_PKG_VERSION"),
             self.model.describe()
         );
+        for (name, model) in self.models.describe_named() {
+            tracing::info!("models.{name}: {model}");
+        }
         let limits = ConnectionLimits::from_config(&self.config.server);
         let result = serve(listener, router(state), limits, shutdown).await;
         self.engine.shutdown().await;
@@ -243,6 +266,7 @@ fn child_settings(
         tokens,
         participant_id: own_card(&config.card, &config.server.effective_base_url()).name,
         max_depth: config.limits.max_subtask_depth,
+        models: model_names(config),
         unreachable_after: std::time::Duration::from_secs(config.limits.subtask_unreachable_secs),
         deadline: std::time::Duration::from_secs(config.limits.subtask_deadline_secs),
     }
@@ -284,8 +308,13 @@ pub fn static_prefix(config: &Config, plugins: &PluginHost, roster: &Roster) -> 
         &plugins.prompt().render(),
         &config.participants,
         &[],
-        &render_agents(roster),
+        &render_agents_with_models(roster, &model_names(config)),
     )
+}
+
+/// The names of `[models.*]`, sorted: what a brief or `spawn_subtask` may name as `model`.
+pub fn model_names(config: &Config) -> Vec<String> {
+    config.models.keys().cloned().collect()
 }
 
 /// What `harness context` prints: the static prefix exactly as the model receives it, then each

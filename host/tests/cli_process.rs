@@ -302,7 +302,9 @@ fn context_prints_the_static_prefix_and_tool_definitions_as_the_model_receives_t
     let dir = tempfile::tempdir().unwrap();
     let path = write_config(
         dir.path(),
-        "[[participants]]\nid = \"alice\"\nkind = \"human\"\nrole = \"admin\"\ndisplay_name = \"Alice\"\n[plugins]\ncache_dir = \"cache\"\n",
+        "[[participants]]\nid = \"alice\"\nkind = \"human\"\nrole = \"admin\"\ndisplay_name = \"Alice\"\n[plugins]\ncache_dir = \"cache\"\n\
+         [models.fast]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\
+         [models.deep]\nprovider = \"anthropic\"\nmodel = \"claude-test\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
     );
     let output = Command::new(HARNESS)
         .args(["context", "--config"])

@@ -11,7 +11,7 @@ use tiny_harness::a2a::types::{
 use tiny_harness::context::StaticPrefix;
 use tiny_harness::engine::journal::JournalEntry;
 use tiny_harness::engine::{EmbeddedEngine, EngineSettings};
-use tiny_harness::model::{ChatMessage, Model, ModelReply, Purpose};
+use tiny_harness::model::{ChatMessage, Model, ModelReply, Models, Purpose};
 use tiny_harness::plugins::{PluginHost, PluginSettings};
 use tiny_harness::runtime::offline_prompt_context;
 use tiny_harness::store::Store;
@@ -20,6 +20,7 @@ mod support {
     pub mod play_model;
 }
 use support::play_model::{PlayModel, reply, tool_reply};
+use tiny_harness::tasks::envelope::BriefRules;
 use tiny_harness::tasks::hub::TaskHub;
 use tiny_harness::tasks::{Caller, TaskService, Tasks};
 
@@ -35,6 +36,7 @@ fn settings() -> EngineSettings {
         turn_budget_tokens: 12_000,
         compaction_fraction: 0.75,
         max_output_tokens: Some(1000),
+        task_token_budget: None,
     }
 }
 
@@ -50,15 +52,25 @@ async fn builtin_tools() -> Arc<dyn tiny_harness::engine::ToolHost> {
 }
 
 async fn harness(store: Arc<Store>, model: Arc<dyn Model>, settings: EngineSettings) -> Harness {
+    harness_with(store, model.into(), settings, BriefRules::default()).await
+}
+
+/// A harness with named models, whose new briefs are checked against `rules`.
+async fn harness_with(
+    store: Arc<Store>,
+    models: Models,
+    settings: EngineSettings,
+    rules: BriefRules,
+) -> Harness {
     let hub = Arc::new(TaskHub::new(store.clone()));
     let engine = EmbeddedEngine::new(
         hub.clone(),
-        model,
+        models,
         builtin_tools().await,
         StaticPrefix::build("PROMPT", &[], &[], "AGENTS"),
         settings,
     );
-    let tasks = Arc::new(Tasks::new(hub));
+    let tasks = Arc::new(Tasks::with_rules(hub, rules));
     tasks.set_engine(engine.clone());
     Harness {
         tasks,
@@ -404,6 +416,67 @@ async fn an_over_budget_history_is_compacted_into_a_summary_and_recorded() {
         e,
         JournalEntry::Compaction { removed_items, .. } if *removed_items > 0
     )));
+}
+
+#[tokio::test]
+async fn a_task_on_a_named_model_has_its_turns_and_its_summaries_made_by_that_model() {
+    let big = "x".repeat(1200);
+    let mut replies: Vec<ModelReply> = (0..4)
+        .map(|i| {
+            tool_reply(
+                "create_plan",
+                json!({"steps": [{"name": format!("step {i}"), "description": big}]}),
+            )
+        })
+        .collect();
+    replies.push(reply("finished on deep"));
+    let default = PlayModel::new(Vec::new());
+    let deep = PlayModel::new(replies);
+    let deep_model: Arc<dyn Model> = deep.clone();
+    let models = Models::new(
+        default.clone(),
+        std::collections::BTreeMap::from([("deep".to_string(), deep_model)]),
+    );
+    let mut small = settings();
+    small.turn_budget_tokens = 1_000;
+    let rules = BriefRules {
+        models: vec!["deep".to_string()],
+        task_token_budget: None,
+    };
+    let h = harness_with(
+        Arc::new(Store::open_in_memory().unwrap()),
+        models,
+        small,
+        rules,
+    )
+    .await;
+    let mut request = user_message("", "");
+    request.message.parts = vec![Part::data(
+        json!({"kind": "task", "payload": {"name": "grow", "goal": "grow the context", "model": "deep"}}),
+        tiny_harness::tasks::extension::ENVELOPE_MEDIA_TYPE,
+    )];
+    let delegator = Caller::delegator("front-desk");
+    let sub = h.tasks.send_message(&delegator, request).await.unwrap();
+    let id = sub.snapshot.id.clone();
+    let task = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let task = h.tasks.get_task(&delegator, &id, Some(0)).await.unwrap();
+            if task.status.state.is_terminal() {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert!(
+        default.requests().is_empty(),
+        "the default model was never asked"
+    );
+    let purposes: Vec<Purpose> = deep.requests().iter().map(|r| r.purpose).collect();
+    assert!(purposes.contains(&Purpose::Summary), "{purposes:?}");
+    assert_eq!(purposes.iter().filter(|p| **p == Purpose::Turn).count(), 5);
 }
 
 #[tokio::test]

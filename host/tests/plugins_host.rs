@@ -99,6 +99,11 @@ async fn the_builtin_alone_gives_the_default_prompt_and_the_intrinsic_tools() {
         tiny_harness::agents::AGENT_PARAMETER_DESCRIPTION,
         "R2.2: the agent parameter says the valid ids are the ones listed under agents"
     );
+    assert_eq!(
+        spawn.parameters["properties"]["model"]["description"],
+        tiny_harness::agents::MODEL_PARAMETER_DESCRIPTION,
+        "the model parameter says the valid names are the ones listed under self"
+    );
     let tools: Vec<String> = host
         .toolbox()
         .definitions()

@@ -52,7 +52,8 @@ impl Server {
             "[server]\nbind = \"127.0.0.1:0\"\n\
              [[server.trusted_delegators]]\nid = \"{DELEGATOR}\"\ntoken_env = \"{TOKEN_ENV}\"\n\
              [store]\npath = \"harness.db\"\n\
-             [model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n"
+             [model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\
+             [models.small-model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n"
         );
         let path = dir.path().join("config.toml");
         std::fs::write(&path, text).unwrap();

@@ -24,5 +24,8 @@ pub use clean::clean;
 pub use own_card::own_card;
 pub use registry::{Discovery, Refusal, RefusedAgent, RegisteredAgent, Registry, SELF_ID};
 pub use roster::{Caps, Cut, Roster, RosterEntry, SkillSummary, build_roster};
-pub use section::{AGENT_PARAMETER_DESCRIPTION, render_agents};
+pub use section::{
+    AGENT_PARAMETER_DESCRIPTION, MODEL_PARAMETER_DESCRIPTION, render_agents,
+    render_agents_with_models,
+};
 pub use unknown::{UNKNOWN_AGENT_CODE, UnknownAgent};

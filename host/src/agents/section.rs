@@ -21,20 +21,45 @@ listed as the agent of spawn_subtask; self (or null) is this harness. No other i
 pub const NO_REMOTE_AGENTS_NOTE: &str = "No remote agents are available. Only self (or null) may \
 be used as the agent of spawn_subtask; any other id is refused.";
 
+/// The note's second sentence when this harness has named models (`[models.*]`), listed under
+/// `self`: the model reads their names here and nowhere else.
+pub const MODELS_NOTE: &str = "A sub-task on self may run on one of the models listed under \
+self: pass its name as the model of spawn_subtask, or leave model out for this harness's default \
+model. Other agents choose their own models.";
+
 /// What `spawn_subtask`'s `agent` parameter says (R2.2), for the tool that takes it: the ids are
 /// the ones this section lists.
 pub const AGENT_PARAMETER_DESCRIPTION: &str = "The id of an agent listed in <agents>, exactly as \
 listed, or null to run the sub-task on this harness (self). Any other id is refused.";
 
+/// What `spawn_subtask`'s `model` parameter says: the names are the ones this section lists under
+/// `self`. The builtin plugin cannot see the configuration, so its schema points here.
+pub const MODEL_PARAMETER_DESCRIPTION: &str = "For a sub-task on this harness (self): the name of \
+a model listed under self in <agents>. Leave it out for the default model. Any other name is \
+refused, as is a model for another agent.";
+
 /// The body of `<agents>`: the note, then every entry (`self` first, then by id) in the
 /// untrusted block.
 pub fn render_agents(roster: &Roster) -> String {
+    render_agents_with_models(roster, &[])
+}
+
+/// [`render_agents`] for a harness with named models: their names go on `self`'s entry, and the
+/// note says how to choose one.
+pub fn render_agents_with_models(roster: &Roster, models: &[String]) -> String {
     let note = if roster.remote().is_empty() {
         NO_REMOTE_AGENTS_NOTE
     } else {
         AGENTS_NOTE
     };
-    let entries: Vec<String> = roster.entries().iter().map(render_entry).collect();
+    let mut entries: Vec<String> = roster.entries().iter().map(render_entry).collect();
+    let note = if models.is_empty() {
+        note.to_string()
+    } else {
+        // Names from the configuration, checked to be plain ids: nothing to clean.
+        entries[0].push_str(&format!("\n  models: {}", models.join(", ")));
+        format!("{note} {MODELS_NOTE}")
+    };
     format!(
         "{note}\n{}",
         untrusted(UNTRUSTED_SOURCE, &entries.join("\n"))
@@ -112,6 +137,10 @@ mod tests {
     }
 
     fn rendered(agents: &[(&str, AgentCard)], caps: Caps) -> String {
+        rendered_with_models(agents, caps, &[])
+    }
+
+    fn rendered_with_models(agents: &[(&str, AgentCard)], caps: Caps, models: &[&str]) -> String {
         let mut registry = Registry::new(
             default_card("http://127.0.0.1:8080"),
             "http://127.0.0.1:8080",
@@ -119,7 +148,8 @@ mod tests {
         for (id, card) in agents {
             registry.insert_checked(id, card.clone()).unwrap();
         }
-        render_agents(&build_roster(&registry, caps))
+        let models: Vec<String> = models.iter().map(|m| m.to_string()).collect();
+        render_agents_with_models(&build_roster(&registry, caps), &models)
     }
 
     /// Compares with `src/agents/golden/{name}`; `UPDATE_GOLDEN=1` rewrites the file instead,
@@ -188,6 +218,28 @@ mod tests {
             ),
         ];
         assert_golden(&rendered(&agents, caps), "agents_several.txt");
+    }
+
+    #[test]
+    fn agents_section_with_named_models_golden() {
+        let ledger = remote("Ledger", "Accounts.", &[("Balances", "One account.")]);
+        assert_golden(
+            &rendered_with_models(&[("ledger", ledger)], Caps::DEFAULT, &["deep", "fast"]),
+            "agents_models.txt",
+        );
+        assert_eq!(
+            rendered_with_models(&[], Caps::DEFAULT, &[]),
+            rendered(&[], Caps::DEFAULT),
+            "no named models, no change"
+        );
+    }
+
+    #[test]
+    fn model_parameter_description_golden() {
+        assert_eq!(
+            MODEL_PARAMETER_DESCRIPTION,
+            "For a sub-task on this harness (self): the name of a model listed under self in <agents>. Leave it out for the default model. Any other name is refused, as is a model for another agent."
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod defaults;
 mod properties;
 mod validate;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -48,6 +49,10 @@ pub struct Config {
     pub server: ServerConfig,
     #[serde(default)]
     pub model: ModelConfig,
+    /// Further models by name (`[models.NAME]`, the same keys as `[model]`), which a trusted
+    /// delegator's brief (or `spawn_subtask` on self) may choose for a task.
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelConfig>,
     #[serde(default)]
     pub store: StoreConfig,
     #[serde(default)]
@@ -274,6 +279,11 @@ pub struct LimitsConfig {
     /// parent open.
     #[serde(default = "defaults::subtask_deadline_secs")]
     pub subtask_deadline_secs: u64,
+    /// Tokens (input and output of every model call, summaries included) one task may use
+    /// before it fails; its sub-tasks on this harness get at most what it has left. Off when
+    /// absent.
+    #[serde(default)]
+    pub task_token_budget: Option<u64>,
 }
 
 impl Default for LimitsConfig {
@@ -283,6 +293,7 @@ impl Default for LimitsConfig {
             max_subtask_depth: defaults::max_subtask_depth(),
             subtask_unreachable_secs: defaults::subtask_unreachable_secs(),
             subtask_deadline_secs: defaults::subtask_deadline_secs(),
+            task_token_budget: None,
         }
     }
 }

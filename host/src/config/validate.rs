@@ -133,33 +133,54 @@ fn validate_connection_limits(server: &super::ServerConfig) -> Result<(), Config
     Ok(())
 }
 
+/// `[model]`, then each `[models.NAME]`: a plain name, a provider (a named model has no "not
+/// configured yet" state), and the checks `[model]` gets.
 fn validate_model(config: &Config) -> Result<(), ConfigError> {
-    let model = &config.model;
+    validate_model_table("model", &config.model)?;
+    for (name, model) in &config.models {
+        let table = format!("models.{name}");
+        check_id(&table, name)?;
+        if model.provider.is_none() {
+            return Err(ConfigError::invalid(
+                format!("{table}.provider"),
+                "is required; use \"openai\", \"anthropic\" or \"scripted\"",
+            ));
+        }
+        validate_model_table(&table, model)?;
+    }
+    Ok(())
+}
+
+/// The checks of one model table; `table` is `model` or `models.NAME`.
+fn validate_model_table(table: &str, model: &super::ModelConfig) -> Result<(), ConfigError> {
+    let setting = |key: &str| format!("{table}.{key}");
     if let Some(url) = &model.base_url {
-        check_http_url("model.base_url", url)?;
+        check_http_url(&setting("base_url"), url)?;
     }
     if model.timeout == 0 {
         return Err(ConfigError::invalid(
-            "model.timeout",
+            setting("timeout"),
             "must be at least 1 second",
         ));
     }
     match model.provider {
         Some(Provider::Scripted) if model.script.is_none() => Err(ConfigError::invalid(
-            "model.script",
-            "is required when model.provider = \"scripted\"; name the script file",
+            setting("script"),
+            format!("is required when {table}.provider = \"scripted\"; name the script file"),
         )),
         Some(Provider::Openai | Provider::Anthropic | Provider::Conformance)
             if model.script.is_some() =>
         {
             Err(ConfigError::invalid(
-                "model.script",
-                "is only used with model.provider = \"scripted\"",
+                setting("script"),
+                format!("is only used with {table}.provider = \"scripted\""),
             ))
         }
         Some(Provider::Anthropic) if model.model.is_none() => Err(ConfigError::invalid(
-            "model.model",
-            "is required for model.provider = \"anthropic\" (e.g. \"claude-sonnet-4-5\")",
+            setting("model"),
+            format!(
+                "is required for {table}.provider = \"anthropic\" (e.g. \"claude-sonnet-4-5\")"
+            ),
         )),
         _ => Ok(()),
     }
@@ -231,6 +252,12 @@ fn validate_limits(config: &Config) -> Result<(), ConfigError> {
         return Err(ConfigError::invalid(
             "limits.subtask_deadline_secs",
             format!("must be from 1 to {MAX_SUBTASK_DEADLINE_SECS} seconds (30 days)"),
+        ));
+    }
+    if limits.task_token_budget == Some(0) {
+        return Err(ConfigError::invalid(
+            "limits.task_token_budget",
+            "must be at least 1; leave it out for no budget",
         ));
     }
     Ok(())
@@ -537,6 +564,57 @@ mod tests {
     fn unknown_provider_names_the_setting() {
         let message = error_of("[model]\nprovider = \"gemini\"\n");
         assert!(message.starts_with("model.provider:"), "{message}");
+    }
+
+    #[test]
+    fn named_models_are_read_and_checked_like_the_default_naming_their_table() {
+        let two = "[models.fast]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+                   [models.deep]\nprovider = \"anthropic\"\nmodel = \"claude-x\"\n";
+        let config = Config::parse(two, Path::new("config.toml")).unwrap();
+        assert_eq!(
+            config.models.keys().collect::<Vec<_>>(),
+            ["deep", "fast"],
+            "sorted by name"
+        );
+        assert_eq!(config.models["fast"].max_output_tokens, 4096);
+        assert_eq!(
+            error_of("[models.fast]\nprovider = \"openai\"\nbogus = 1\n")
+                .split(':')
+                .next()
+                .unwrap(),
+            "models.fast.bogus"
+        );
+        assert_eq!(
+            error_of("[models.deep]\nprovider = \"anthropic\"\n"),
+            "models.deep.model: is required for models.deep.provider = \"anthropic\" (e.g. \"claude-sonnet-4-5\")"
+        );
+        assert_eq!(
+            error_of("[models.fast]\nmodel = \"x\"\n"),
+            "models.fast.provider: is required; use \"openai\", \"anthropic\" or \"scripted\""
+        );
+        assert!(
+            error_of("[models.fast]\nprovider = \"openai\"\ntimeout = 0\n")
+                .starts_with("models.fast.timeout: must be at least 1 second")
+        );
+        assert!(
+            error_of("[models.\"a b\"]\nprovider = \"openai\"\n")
+                .starts_with("models.a b: `a b` is not a plain id")
+        );
+    }
+
+    #[test]
+    fn the_task_token_budget_is_off_by_default_and_at_least_one_when_set() {
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.limits.task_token_budget, None);
+        let set = Config::parse("[limits]\ntask_token_budget = 50000\n", Path::new("c"));
+        assert_eq!(set.unwrap().limits.task_token_budget, Some(50_000));
+        assert_eq!(
+            error_of("[limits]\ntask_token_budget = 0\n"),
+            "limits.task_token_budget: must be at least 1; leave it out for no budget"
+        );
+        assert!(
+            error_of("[limits]\ntask_token_budget = -5\n").starts_with("limits.task_token_budget:")
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use super::children::Children;
 use super::tools::ToolHost;
 use super::turn::{Shared, run_task};
 use crate::context::StaticPrefix;
-use crate::model::Model;
+use crate::model::Models;
 use crate::store::StoreError;
 use crate::tasks::hub::TaskHub;
 
@@ -34,11 +34,12 @@ pub struct EmbeddedEngine {
 }
 
 impl EmbeddedEngine {
-    /// An engine over the hub, with the model, the tools and the static prefix it will use for
-    /// every task. Tool definitions are read and sorted once, here.
+    /// An engine over the hub, with the models (a default, and named ones a task's brief may
+    /// choose), the tools and the static prefix it will use for every task. Tool definitions
+    /// are read and sorted once, here.
     pub fn new(
         hub: Arc<TaskHub>,
-        model: Arc<dyn Model>,
+        models: impl Into<Models>,
         tools: Arc<dyn ToolHost>,
         prefix: StaticPrefix,
         settings: EngineSettings,
@@ -48,7 +49,7 @@ impl EmbeddedEngine {
         Arc::new(EmbeddedEngine {
             shared: Arc::new(Shared {
                 hub,
-                model,
+                models: models.into(),
                 tools,
                 prefix,
                 tool_specs,

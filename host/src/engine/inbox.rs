@@ -194,6 +194,7 @@ async fn run_subtask_command(
             acceptance_criteria: Vec::new(),
             participants: record.ext.participants.clone(),
             lifecycle: Lifecycle::Agent,
+            model: None,
         },
         message_id: format!("subtask-command-{}", message.message_id),
     };

@@ -74,6 +74,9 @@ pub struct Replay {
     pub inputs: usize,
     /// Commands carried out.
     pub commands: usize,
+    /// The tokens every recorded model call used (turns and summaries), as the providers
+    /// reported them: what a token budget is checked against, the same after a restart.
+    pub usage: Usage,
 }
 
 impl Replay {
@@ -137,6 +140,7 @@ impl Replay {
             }
             JournalEntry::ModelCall { reply } => {
                 self.turn_calls += 1;
+                self.usage = self.usage.plus(reply.usage);
                 self.pending = reply.tool_calls.clone();
                 self.final_reply = reply.tool_calls.is_empty().then(|| reply.text.clone());
                 self.items.push(HistoryItem::Reply {
@@ -160,8 +164,10 @@ impl Replay {
             JournalEntry::Compaction {
                 summary,
                 folded_through,
+                usage,
                 ..
             } => {
+                self.usage = self.usage.plus(*usage);
                 self.summary = Some(summary.clone());
                 self.folded_through = (*folded_through).min(self.items.len());
             }
@@ -241,6 +247,40 @@ mod tests {
         });
         assert_eq!(replay.final_reply.as_deref(), Some("done"));
         assert_eq!(replay.last_inbound_seq, 1);
+    }
+
+    #[test]
+    fn usage_sums_every_turn_and_every_summary() {
+        let used = |input_tokens, output_tokens| Usage {
+            input_tokens,
+            output_tokens,
+        };
+        let entries = vec![
+            JournalEntry::ModelCall {
+                reply: ModelReply {
+                    tool_calls: vec![call("a")],
+                    usage: used(1_000, 50),
+                    ..ModelReply::default()
+                },
+            },
+            JournalEntry::Compaction {
+                summary: "s".into(),
+                folded_through: 1,
+                removed_items: 1,
+                removed_chars: 10,
+                usage: used(400, 100),
+            },
+            JournalEntry::ModelCall {
+                reply: ModelReply {
+                    text: "done".into(),
+                    usage: used(700, 20),
+                    ..ModelReply::default()
+                },
+            },
+        ];
+        let replay = Replay::from_entries(&entries);
+        assert_eq!(replay.usage, used(2_100, 170));
+        assert_eq!(replay.usage.total(), 2_270);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! model call → tool calls → record), journaled step by step so that a restart resumes every
 //! open task without repeating a recorded step.
 
+pub mod budget;
 pub mod children;
 pub mod effects;
 pub mod embedded;

@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::{self, Budget};
 use super::children::Children;
 use super::inbox::{drain, has_unread};
 use super::journal::{JournalEntry, Replay};
@@ -17,7 +18,7 @@ use crate::a2a::types::{
 };
 use crate::context::compaction::{budget, is_over, split_point, summary_request};
 use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
-use crate::model::{Finish, Model, ModelError, ToolSpec, TurnContext, TurnReply};
+use crate::model::{Effort, Finish, Model, ModelError, Models, ToolSpec, TurnContext, TurnReply};
 use crate::store::{StoreError, Tx};
 use crate::tasks::extension::{Lifecycle, StepState};
 use crate::tasks::hub::{Change, TaskHub};
@@ -30,12 +31,15 @@ pub struct EngineSettings {
     pub turn_budget_tokens: usize,
     pub compaction_fraction: f64,
     pub max_output_tokens: Option<u32>,
+    /// `limits.task_token_budget`: no task uses more, whatever its brief says.
+    pub task_token_budget: Option<u64>,
 }
 
 /// What every loop shares: computed once at start-up.
 pub(crate) struct Shared {
     pub hub: Arc<TaskHub>,
-    pub model: Arc<dyn Model>,
+    /// The default model and the named ones; each task runs on the one its brief names.
+    pub models: Models,
     pub tools: Arc<dyn ToolHost>,
     pub prefix: StaticPrefix,
     /// The tool definitions, sorted by name, as sent on every turn.
@@ -134,6 +138,13 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         TaskState::InputRequired | TaskState::AuthRequired => return Ok(Step::Park),
         _ => {}
     }
+    let token_budget = Budget::of(&record, shared.settings.task_token_budget);
+    if let Some(reason) = token_budget.and_then(|b| b.exceeded_by(&replay.usage)) {
+        // Checked before the reply's tool calls run as well as before the next model call: a
+        // task past its budget starts nothing more, sub-tasks included.
+        fail(hub, id, &reason)?;
+        return Ok(Step::Stop);
+    }
     if let Some(call) = replay.next_pending_call().cloned() {
         let context = ToolContext {
             record: &record,
@@ -187,6 +198,23 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         fail(hub, id, &reason)?;
         return Ok(Step::Stop);
     }
+    let model = match shared.models.resolve(record.ext.model.as_deref()) {
+        Ok(model) => model.clone(),
+        Err(unknown) => {
+            // Named at creation, gone since: the configuration changed under an open task.
+            fail(
+                hub,
+                id,
+                &format!("the task cannot run: {}", unknown.message()),
+            )?;
+            return Ok(Step::Stop);
+        }
+    };
+    let effort = record
+        .ext
+        .reasoning_effort
+        .as_deref()
+        .and_then(Effort::parse);
     let input = TurnInput {
         record: &record,
         skills: &[],
@@ -201,22 +229,24 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         settings.max_output_tokens,
         &input,
     );
-    let limit = budget(settings.turn_budget_tokens, shared.model.context_window());
+    let limit = budget(settings.turn_budget_tokens, model.context_window());
     if is_over(
         estimate_tokens(&request),
         limit,
         settings.compaction_fraction,
     ) && let Some(cut) = split_point(replay.live_history())
     {
-        compact(shared, id, replay, cut).await?;
+        compact(shared, &*model, effort, id, replay, cut).await?;
         return Ok(Step::Continue);
     }
     let message_id = newest_inbound_id(hub, id, replay.last_inbound_seq)?;
     let turn = TurnContext {
         task_id: id,
         message_id: message_id.as_deref(),
+        effort,
     };
-    let TurnReply { reply, finish } = shared.model.complete_turn(&request, &turn).await?;
+    let TurnReply { reply, finish } = model.complete_turn(&request, &turn).await?;
+    let usage = replay.usage.plus(reply.usage);
     let entry = JournalEntry::ModelCall {
         reply: reply.clone(),
     };
@@ -224,8 +254,10 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     // message that landed during the call was not in the request, so the reply is recorded and
     // the next step drains the news and asks the model again.
     let read_through = replay.last_inbound_seq;
+    let task_token_budget = settings.task_token_budget;
     let change = hub.change(id, |rec, tx| {
         tx.append_journal(id, &entry)?;
+        budget::show_usage(rec, usage, task_token_budget);
         if reply.tool_calls.is_empty()
             && !has_open_subtasks(rec)
             && !has_unread(tx, id, read_through)?
@@ -264,8 +296,11 @@ fn follow_new_children(shared: &Shared, parent: &str, effects: &[Effect]) {
     }
 }
 
+/// Folds the oldest history into a summary, asked of the task's own model at its effort.
 async fn compact(
     shared: &Shared,
+    model: &dyn Model,
+    effort: Option<Effort>,
     id: &str,
     replay: &mut Replay,
     cut: usize,
@@ -284,7 +319,8 @@ async fn compact(
             _ => 0,
         })
         .sum();
-    let reply = shared.model.complete(&request).await?;
+    let reply = model.complete_with_effort(&request, effort).await?;
+    let usage = replay.usage.plus(reply.usage);
     let entry = JournalEntry::Compaction {
         summary: reply.text,
         folded_through: replay.folded_through + cut,
@@ -293,10 +329,11 @@ async fn compact(
         usage: reply.usage,
     };
     tracing::info!(task = %id, removed_items = cut, "compacted the history");
-    if let Change::Applied(..) = shared
-        .hub
-        .change(id, |_, tx| tx.append_journal(id, &entry))?
-    {
+    let limit = shared.settings.task_token_budget;
+    if let Change::Applied(..) = shared.hub.change(id, |rec, tx| {
+        budget::show_usage(rec, usage, limit);
+        tx.append_journal(id, &entry)
+    })? {
         replay.apply(&entry);
     }
     Ok(())

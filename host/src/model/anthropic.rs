@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::http::{self, HttpSettings};
-use super::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
+use super::{ChatMessage, Effort, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
 
 /// The API root of Anthropic's own service.
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -36,8 +36,19 @@ impl AnthropicModel {
         })
     }
 
-    /// The JSON body for one request, exactly as sent.
+    /// The JSON body for one request with no reasoning effort, exactly as sent.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
+        self.request_body_at(request, None)
+    }
+
+    /// The JSON body for one request, exactly as sent. An effort turns on extended thinking
+    /// (`thinking: {type: "enabled", budget_tokens}`, the budget from
+    /// [`Effort::anthropic_thinking_budget`]) on a request that starts a turn of the assistant.
+    /// A request that carries tool results continues the turn whose reply called the tools; the
+    /// API wants that reply's thinking blocks sent back when thinking is on, and a task's journal
+    /// keeps a reply's text and tool calls only, so such a request goes without thinking, which
+    /// the API accepts.
+    pub fn request_body_at(&self, request: &ModelRequest, effort: Option<Effort>) -> Value {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.settings.model));
         // Required by the API, unlike OpenAI's.
@@ -48,7 +59,17 @@ impl AnthropicModel {
         if !request.instructions.is_empty() {
             body.insert("system".into(), json!(request.instructions));
         }
-        body.insert("messages".into(), messages(&request.messages));
+        let turns = messages(&request.messages);
+        let budget = effort
+            .filter(|_| !continues_tool_use(&turns))
+            .and_then(|effort| effort.anthropic_thinking_budget(limit));
+        if let Some(budget) = budget {
+            body.insert(
+                "thinking".into(),
+                json!({ "type": "enabled", "budget_tokens": budget }),
+            );
+        }
+        body.insert("messages".into(), turns);
         if !request.tools.is_empty() {
             let tools = request
                 .tools
@@ -130,6 +151,15 @@ fn messages(history: &[ChatMessage]) -> Value {
             .map(|(role, content)| json!({ "role": role, "content": content }))
             .collect(),
     )
+}
+
+/// Whether the last turn hands tool results back: the request continues the assistant turn
+/// whose reply called the tools.
+fn continues_tool_use(turns: &Value) -> bool {
+    let last = turns.as_array().and_then(|turns| turns.last());
+    last.filter(|turn| turn["role"] == "user")
+        .and_then(|turn| turn["content"].as_array())
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
 }
 
 /// The blocks of the user turn at the end, starting one if the last turn is the assistant's.
@@ -221,7 +251,15 @@ impl Model for AnthropicModel {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let body = self.request_body(request);
+        self.complete_with_effort(request, None).await
+    }
+
+    async fn complete_with_effort(
+        &self,
+        request: &ModelRequest,
+        effort: Option<Effort>,
+    ) -> Result<ModelReply, ModelError> {
+        let body = self.request_body_at(request, effort);
         let post = || {
             let post = self
                 .client
@@ -291,6 +329,72 @@ mod tests {
             .collect();
         assert_eq!(types, ["tool_result", "tool_result", "text"]);
         assert_eq!(turns[1]["content"][0]["type"], "tool_use");
+    }
+
+    fn model(max_output_tokens: u32) -> AnthropicModel {
+        AnthropicModel::new(HttpSettings {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "claude-test".into(),
+            api_key: None,
+            timeout_secs: 1,
+            max_output_tokens,
+            context_window: None,
+            retry: crate::model::RetryPolicy::new(0),
+        })
+        .unwrap()
+    }
+
+    fn request(messages: Vec<ChatMessage>) -> ModelRequest {
+        ModelRequest {
+            instructions: "Be brief.".into(),
+            messages,
+            tools: Vec::new(),
+            max_output_tokens: None,
+            call_index: 0,
+            purpose: Default::default(),
+        }
+    }
+
+    #[test]
+    fn an_effort_turns_on_thinking_with_its_budget_below_max_tokens_golden() {
+        let ask = request(vec![ChatMessage::User {
+            content: "go".into(),
+        }]);
+        let body = model(32_768).request_body_at(&ask, Some(Effort::Medium));
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 4096})
+        );
+        assert_eq!(body["max_tokens"], 32_768);
+        let capped = model(4_096).request_body_at(&ask, Some(Effort::High));
+        assert_eq!(capped["thinking"]["budget_tokens"], 2048);
+        assert!(
+            model(2_000)
+                .request_body_at(&ask, Some(Effort::Low))
+                .get("thinking")
+                .is_none()
+        );
+        assert!(model(32_768).request_body(&ask).get("thinking").is_none());
+    }
+
+    #[test]
+    fn a_request_handing_back_tool_results_goes_without_thinking() {
+        let looping = request(vec![
+            ChatMessage::User {
+                content: "go".into(),
+            },
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![call("a", "{}")],
+            },
+            ChatMessage::Tool {
+                call_id: "a".into(),
+                name: "f".into(),
+                content: "1".into(),
+            },
+        ]);
+        let body = model(32_768).request_body_at(&looping, Some(Effort::High));
+        assert!(body.get("thinking").is_none(), "{body}");
     }
 
     #[test]

@@ -284,6 +284,7 @@ mod tests {
         let context = TurnContext {
             task_id: "t",
             message_id: Some(message_id),
+            effort: None,
         };
         ConformanceModel::new()
             .complete_turn(&request(Purpose::Turn), &context)
@@ -377,6 +378,7 @@ mod tests {
         let context = TurnContext {
             task_id: "t",
             message_id: None,
+            effort: None,
         };
         let model = ConformanceModel::new();
         let reply = model

@@ -1,5 +1,7 @@
 //! Language-model providers behind one trait: OpenAI-compatible chat completions, Anthropic
-//! messages, and `scripted` (a file of replies for tests and offline demos).
+//! messages, and `scripted` (a file of replies for tests and offline demos). `[model]` is the
+//! default and each `[models.NAME]` another ([`Models`]); a task runs on the one its brief names,
+//! at the reasoning [`Effort`] its brief sets, which each provider is told its own way.
 //!
 //! The engine builds one [`ModelRequest`] per turn; a provider maps it to its wire format, sends
 //! it (retrying 429, 5xx and timeouts with backoff) and maps the answer back to a [`ModelReply`].
@@ -8,7 +10,10 @@
 //! escaped) and whose [`ModelError::public_reason`] is all a task's reader is told.
 
 pub mod anthropic;
+pub mod build;
+pub mod catalog;
 pub mod conformance;
+pub mod effort;
 pub mod error;
 pub mod http;
 pub mod openai;
@@ -17,18 +22,17 @@ pub mod retry;
 pub mod scripted;
 pub mod unconfigured;
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::a2a::types::{Artifact, TaskState};
-use crate::config::{ModelConfig, Provider};
 
 pub use anthropic::AnthropicModel;
+pub use build::{ModelBuildError, build_model, build_models};
+pub use catalog::{Models, UNKNOWN_MODEL_CODE, UnknownModel};
 pub use conformance::ConformanceModel;
+pub use effort::Effort;
 pub use error::ModelError;
 pub use http::HttpSettings;
 pub use openai::OpenAiModel;
@@ -107,6 +111,22 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+impl Usage {
+    /// Input and output together: what a token budget counts.
+    pub fn total(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// This usage and `other`'s, summed (saturating: a hostile endpoint's huge counts cannot
+    /// wrap a task's total back to small).
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_add(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_add(other.output_tokens),
+        }
+    }
+}
+
 /// What the model answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ModelReply {
@@ -117,13 +137,16 @@ pub struct ModelReply {
     pub usage: Usage,
 }
 
-/// What the engine knows about a turn beyond the request: the task, and the id of the newest
-/// message from a participant, which the model answers. Chat models ignore both; the conformance
-/// model keys its behaviour on the message id, as the A2A TCK's agents do.
+/// What the engine knows about a turn beyond the request: the task, the id of the newest
+/// message from a participant, which the model answers, and the task's reasoning effort. Chat
+/// models use only the effort; the conformance model keys its behaviour on the message id, as
+/// the A2A TCK's agents do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TurnContext<'a> {
     pub task_id: &'a str,
     pub message_id: Option<&'a str>,
+    /// How hard to reason, when the task's trusted creator chose it.
+    pub effort: Option<Effort>,
 }
 
 /// The state a final reply leaves its task in.
@@ -178,16 +201,28 @@ pub trait Model: Send + Sync {
     /// Makes one call, with the provider's retries.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError>;
 
-    /// Makes a task's turn call. The default is [`Model::complete`] with the default finish;
-    /// a model that decides how its task ends, or needs the turn's context, overrides it.
+    /// Makes one call at a reasoning effort, told to the provider the way it takes it. The
+    /// default ignores the effort: a model with no such setting (scripted, a test double)
+    /// answers as [`Model::complete`] does.
+    async fn complete_with_effort(
+        &self,
+        request: &ModelRequest,
+        effort: Option<Effort>,
+    ) -> Result<ModelReply, ModelError> {
+        let _ = effort;
+        self.complete(request).await
+    }
+
+    /// Makes a task's turn call. The default is [`Model::complete_with_effort`] with the
+    /// default finish; a model that decides how its task ends, or needs the turn's context,
+    /// overrides it.
     async fn complete_turn(
         &self,
         request: &ModelRequest,
         turn: &TurnContext<'_>,
     ) -> Result<TurnReply, ModelError> {
-        let _ = turn;
         Ok(TurnReply {
-            reply: self.complete(request).await?,
+            reply: self.complete_with_effort(request, turn.effort).await?,
             finish: None,
         })
     }
@@ -198,125 +233,4 @@ impl std::fmt::Debug for dyn Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.describe())
     }
-}
-
-/// Why `[model]` could not be turned into a model. Each message starts with the setting to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum ModelBuildError {
-    #[error("model.api_key_env: environment variable {variable} is not set")]
-    MissingKey { variable: String },
-    #[error("model.model: is required for model.provider = \"{provider}\"")]
-    MissingModel { provider: &'static str },
-    #[error("model.base_url: `{url}` is not an http(s) URL")]
-    InvalidBaseUrl { url: String },
-    #[error("model.script: is required when model.provider = \"scripted\"")]
-    MissingScript,
-    #[error("model.script: {0}")]
-    Script(#[from] ScriptError),
-    #[error("model: the HTTP client could not start: {0}")]
-    Client(String),
-}
-
-/// The model `[model]` describes.
-///
-/// `resolve` turns `model.script` into a path relative to the configuration file (usually
-/// [`crate::config::Config::resolve`]); `env` reads environment variables, a parameter so tests
-/// need not touch the process environment. A key is required only for the providers' own hosts:
-/// a custom `base_url` (Ollama, vLLM, a proxy) may well run without one.
-pub fn build_model(
-    config: &ModelConfig,
-    resolve: impl Fn(&Path) -> PathBuf,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Arc<dyn Model>, ModelBuildError> {
-    let provider = match config.provider {
-        None => {
-            return Ok(Arc::new(UnconfiguredModel::new(
-                config.context_window_tokens,
-            )));
-        }
-        Some(provider) => provider,
-    };
-    match provider {
-        Provider::Scripted => {
-            let script = config
-                .script
-                .as_deref()
-                .ok_or(ModelBuildError::MissingScript)?;
-            let model = ScriptedModel::load(&resolve(script))?
-                .with_context_window(config.context_window_tokens);
-            Ok(Arc::new(model))
-        }
-        Provider::Conformance => Ok(Arc::new(ConformanceModel::new())),
-        Provider::Openai => {
-            let settings = http_settings(
-                config,
-                provider,
-                openai::OPENAI_DEFAULT_BASE_URL,
-                Some(openai::OPENAI_DEFAULT_MODEL),
-                "OPENAI_API_KEY",
-                openai::OPENAI_HOST,
-                env,
-            )?;
-            Ok(Arc::new(OpenAiModel::new(settings)?))
-        }
-        Provider::Anthropic => {
-            let settings = http_settings(
-                config,
-                provider,
-                anthropic::ANTHROPIC_DEFAULT_BASE_URL,
-                None,
-                "ANTHROPIC_API_KEY",
-                anthropic::ANTHROPIC_HOST,
-                env,
-            )?;
-            Ok(Arc::new(AnthropicModel::new(settings)?))
-        }
-    }
-}
-
-/// The settings of an HTTP provider: defaults filled in, the URL checked, the key read.
-fn http_settings(
-    config: &ModelConfig,
-    provider: Provider,
-    default_base_url: &str,
-    default_model: Option<&str>,
-    default_key_env: &str,
-    official_host: &str,
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<HttpSettings, ModelBuildError> {
-    let model = config
-        .model
-        .as_deref()
-        .or(default_model)
-        .ok_or(ModelBuildError::MissingModel {
-            provider: provider.as_str(),
-        })?;
-    let base_url = config
-        .base_url
-        .as_deref()
-        .unwrap_or(default_base_url)
-        .trim_end_matches('/');
-    let host = reqwest::Url::parse(base_url)
-        .ok()
-        .filter(|url| matches!(url.scheme(), "http" | "https"))
-        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
-        .ok_or_else(|| ModelBuildError::InvalidBaseUrl {
-            url: base_url.to_string(),
-        })?;
-    let variable = config.api_key_env.as_deref().unwrap_or(default_key_env);
-    let api_key = env(variable).filter(|key| !key.trim().is_empty());
-    if api_key.is_none() && host == official_host {
-        return Err(ModelBuildError::MissingKey {
-            variable: variable.to_string(),
-        });
-    }
-    Ok(HttpSettings {
-        base_url: base_url.to_string(),
-        model: model.to_string(),
-        api_key,
-        timeout_secs: config.timeout,
-        max_output_tokens: config.max_output_tokens,
-        context_window: config.context_window_tokens,
-        retry: RetryPolicy::new(config.max_retries),
-    })
 }

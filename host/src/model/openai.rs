@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use super::http::{self, HttpSettings};
-use super::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
+use super::{ChatMessage, Effort, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
 
 /// The API root OpenAI's own clients use.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -36,8 +36,14 @@ impl OpenAiModel {
         })
     }
 
-    /// The JSON body for one request, exactly as sent.
+    /// The JSON body for one request with no reasoning effort, exactly as sent.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
+        self.request_body_at(request, None)
+    }
+
+    /// The JSON body for one request, exactly as sent: an effort goes in `reasoning_effort`,
+    /// the field reasoning models read (and compatible servers without reasoning ignore).
+    pub fn request_body_at(&self, request: &ModelRequest, effort: Option<Effort>) -> Value {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.instructions.is_empty() {
             messages.push(json!({ "role": "system", "content": request.instructions }));
@@ -72,6 +78,9 @@ impl OpenAiModel {
             "max_tokens"
         };
         body.insert(limit_key.into(), json!(limit));
+        if let Some(effort) = effort {
+            body.insert("reasoning_effort".into(), json!(effort.as_str()));
+        }
         Value::Object(body)
     }
 }
@@ -203,7 +212,15 @@ impl Model for OpenAiModel {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let body = self.request_body(request);
+        self.complete_with_effort(request, None).await
+    }
+
+    async fn complete_with_effort(
+        &self,
+        request: &ModelRequest,
+        effort: Option<Effort>,
+    ) -> Result<ModelReply, ModelError> {
+        let body = self.request_body_at(request, effort);
         let post = || {
             let post = self.client.post(&self.endpoint).json(&body);
             match &self.settings.api_key {
@@ -259,6 +276,19 @@ mod tests {
         assert_eq!(body["max_tokens"], 77);
         assert!(body.get("tools").is_none());
         assert_eq!(body["messages"][0]["role"], "system");
+    }
+
+    #[test]
+    fn an_effort_is_sent_as_reasoning_effort_and_none_sends_no_field() {
+        let model = model("http://127.0.0.1:11434/v1");
+        let body = model.request_body_at(&request(), Some(Effort::High));
+        assert_eq!(body["reasoning_effort"], "high");
+        assert!(
+            model
+                .request_body(&request())
+                .get("reasoning_effort")
+                .is_none()
+        );
     }
 
     #[test]

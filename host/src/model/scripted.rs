@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall};
+use super::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall, Usage};
 
 /// Why a script could not be loaded. Every message names the file, and the dotted key where
 /// there is one, so a typo in a demo script is found without reading the parser.
@@ -52,6 +52,20 @@ struct ScriptedReply {
     delay_ms: u64,
     #[serde(default)]
     tool_calls: Vec<ScriptedCall>,
+    /// The tokens the reply reports having used (`{ input_tokens, output_tokens }`), so a
+    /// script can show token budgets at work; none by default.
+    #[serde(default)]
+    usage: ScriptedUsage,
+}
+
+/// A `[[reply]]`'s `usage` table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
 }
 
 /// One `[[reply.tool_calls]]`.
@@ -245,7 +259,10 @@ impl Model for ScriptedModel {
         Ok(ModelReply {
             text: placeholders::fill(&reply.text, request),
             tool_calls,
-            usage: Default::default(),
+            usage: Usage {
+                input_tokens: reply.usage.input_tokens,
+                output_tokens: reply.usage.output_tokens,
+            },
         })
     }
 }
@@ -270,6 +287,7 @@ arguments = "{not json"
 [[reply]]
 text = "Done: 42."
 delay_ms = 150
+usage = { input_tokens = 1200, output_tokens = 30 }
 "#;
 
     fn write(text: &str) -> tempfile::NamedTempFile {
@@ -312,6 +330,18 @@ delay_ms = 150
         let second = model.complete(&request(1, Purpose::Turn)).await.unwrap();
         assert_eq!(second.text, "Done: 42.");
         assert!(second.tool_calls.is_empty());
+        assert_eq!(
+            first.usage,
+            Usage::default(),
+            "no usage unless the script says"
+        );
+        assert_eq!(
+            second.usage,
+            Usage {
+                input_tokens: 1200,
+                output_tokens: 30
+            }
+        );
     }
 
     #[tokio::test]

@@ -40,6 +40,11 @@ pub struct CallState {
     pub host: Option<Handle>,
     /// Children created so far in this call.
     pub spawned: usize,
+    /// The `model` argument of the call in flight, as the model wrote it (already validated
+    /// against the tool's schema): the model a sub-task on this harness is asked to run on. It
+    /// is read from the model's own arguments, not from the plugin, so no plugin can pick a
+    /// model the model did not ask for, and the plugin interface stays as it is.
+    pub requested_model: Option<String>,
 }
 
 impl CallState {
@@ -247,6 +252,7 @@ impl host::Host for StoreData {
                 acceptance_criteria: brief.acceptance_criteria,
                 participants: call.record.ext.participants.clone(),
                 lifecycle: Lifecycle::Agent,
+                model: call.requested_model.clone(),
             };
             (children, (agent, child, brief.step))
         };
@@ -299,6 +305,7 @@ impl host::Host for StoreData {
                 acceptance_criteria,
                 participants,
                 lifecycle: Lifecycle::Participant,
+                model: None,
             };
             (children, child)
         };
@@ -355,6 +362,7 @@ mod tests {
             children: None,
             host: None,
             spawned: 0,
+            requested_model: None,
         }
     }
 

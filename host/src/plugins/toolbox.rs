@@ -226,6 +226,10 @@ impl ToolHost for Toolbox {
             children: self.children.get().cloned(),
             host: tokio::runtime::Handle::try_current().ok(),
             spawned: 0,
+            requested_model: arguments
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string),
         };
         let guest = GuestCall {
             engine: self.engine.clone(),

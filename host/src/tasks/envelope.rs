@@ -11,6 +11,30 @@ use super::extension::{
 use super::record::TaskRecord;
 use super::service::TaskError;
 use crate::a2a::types::Message;
+use crate::model::{Effort, UnknownModel};
+
+/// How much of a refused value is echoed back in an error: enough to recognise it, not enough
+/// to carry a payload back to the caller.
+const MAX_ECHOED_VALUE_CHARS: usize = 32;
+
+/// What a new brief is checked against, from configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BriefRules {
+    /// The names of `[models.*]`: the models a brief may name.
+    pub models: Vec<String>,
+    /// `limits.task_token_budget`: the budget of every task, unless its brief asks for less.
+    pub task_token_budget: Option<u64>,
+}
+
+impl BriefRules {
+    /// The budget that applies to a new task: the smaller of its brief's and the configured one.
+    pub fn budget_for(&self, brief: &TaskExtension) -> Option<u64> {
+        match (brief.token_budget, self.task_token_budget) {
+            (Some(asked), Some(limit)) => Some(asked.min(limit)),
+            (asked, limit) => asked.or(limit),
+        }
+    }
+}
 
 /// Fields any participant may change on an existing task.
 const PARTICIPANT_FIELDS: [&str; 3] = ["name", "description", "acceptance_criteria"];
@@ -58,9 +82,9 @@ pub fn read_brief(message: &Message) -> Result<Option<TaskExtension>, TaskError>
             "message.parts[{index}].data.payload: name and goal must not be blank"
         )));
     }
-    if !ext.sub_tasks.is_empty() || ext.plan.is_some() {
+    if !ext.sub_tasks.is_empty() || ext.plan.is_some() || ext.usage.is_some() {
         return Err(TaskError::InvalidParams(format!(
-            "message.parts[{index}].data.payload: sub_tasks and plan are set by the harness, not by a brief"
+            "message.parts[{index}].data.payload: sub_tasks, plan and usage are set by the harness, not by a brief"
         )));
     }
     Ok(Some(ext))
@@ -68,11 +92,14 @@ pub fn read_brief(message: &Message) -> Result<Option<TaskExtension>, TaskError>
 
 /// Refuses, whole, a new task's brief that asks for what only a trusted delegator may: naming
 /// participants other than its creator, a lifecycle other than `agent`, a model, a reasoning
-/// effort or parent tasks (abuse cases 5 and 6). A trusted creator may set all of them.
+/// effort, a token budget or parent tasks (abuse cases 5 and 6). A trusted creator may set all
+/// of them, to values `rules` allows: a model `[models.*]` names, an effort of `low`, `medium`
+/// or `high`, a budget of at least one token.
 pub fn check_new_brief(
     brief: &TaskExtension,
     creator: &str,
     trusted: bool,
+    rules: &BriefRules,
 ) -> Result<(), TaskError> {
     for (field, value) in [
         ("model", &brief.model),
@@ -94,7 +121,7 @@ pub fn check_new_brief(
         ));
     }
     if trusted {
-        return Ok(());
+        return check_trusted_values(brief, rules);
     }
     if let Some(other) = brief.participants.iter().find(|p| p.id != creator) {
         return Err(TaskError::InvalidParams(format!(
@@ -106,6 +133,7 @@ pub fn check_new_brief(
         ("lifecycle", brief.lifecycle != Lifecycle::Agent),
         ("model", brief.model.is_some()),
         ("reasoning_effort", brief.reasoning_effort.is_some()),
+        ("token_budget", brief.token_budget.is_some()),
         ("parent_tasks", !brief.parent_tasks.is_empty()),
     ];
     match refused.iter().find(|(_, set)| *set) {
@@ -114,6 +142,38 @@ pub fn check_new_brief(
         ))),
         None => Ok(()),
     }
+}
+
+/// Refuses a trusted brief's model, effort or budget that this harness cannot honour, naming
+/// the field and what would do, before anything is created.
+fn check_trusted_values(brief: &TaskExtension, rules: &BriefRules) -> Result<(), TaskError> {
+    if let Some(model) = &brief.model {
+        UnknownModel::check(model, &rules.models)
+            .map_err(|err| TaskError::InvalidParams(format!("task.model: {}", err.message())))?;
+    }
+    if let Some(effort) = &brief.reasoning_effort
+        && Effort::parse(effort).is_none()
+    {
+        return Err(TaskError::InvalidParams(format!(
+            "task.reasoning_effort: \"{}\" is not an effort; use {}",
+            echoed(effort),
+            Effort::NAMES.join(", ")
+        )));
+    }
+    if brief.token_budget == Some(0) {
+        return Err(TaskError::InvalidParams(
+            "task.token_budget: must be at least 1 token; leave it out for the harness's own budget"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// A refused value as an error quotes it: cut, and escaped so it cannot end the quote.
+fn echoed(value: &str) -> String {
+    let cut: String = value.chars().take(MAX_ECHOED_VALUE_CHARS).collect();
+    let mark = if cut.len() < value.len() { "…" } else { "" };
+    format!("{}{mark}", cut.escape_debug())
 }
 
 /// A change to an existing task's brief.
@@ -212,8 +272,15 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
+    fn rules() -> BriefRules {
+        BriefRules {
+            models: vec!["big".to_string(), "small".to_string()],
+            task_token_budget: Some(10_000),
+        }
+    }
+
     fn refusal(value: Value) -> String {
-        match check_new_brief(&brief(value), "alice", false) {
+        match check_new_brief(&brief(value), "alice", false, &rules()) {
             Err(TaskError::InvalidParams(message)) => message,
             other => panic!("expected a refusal, got {other:?}"),
         }
@@ -223,7 +290,10 @@ mod tests {
     fn an_untrusted_creator_may_name_only_itself_and_keep_the_defaults() {
         let own = json!({"name":"n","goal":"g","lifecycle":"agent",
             "participants":[{"id":"alice","kind":"human","role":"admin"}]});
-        assert_eq!(check_new_brief(&brief(own), "alice", false), Ok(()));
+        assert_eq!(
+            check_new_brief(&brief(own), "alice", false, &rules()),
+            Ok(())
+        );
         assert_eq!(
             refusal(json!({"name":"n","goal":"g",
                 "participants":[{"id":"bob","kind":"human","role":"assignee"}]})),
@@ -237,6 +307,7 @@ mod tests {
             (json!({"lifecycle":"participant"}), "lifecycle"),
             (json!({"model":"big"}), "model"),
             (json!({"reasoning_effort":"high"}), "reasoning_effort"),
+            (json!({"token_budget":100}), "token_budget"),
             (json!({"parent_tasks":[{"task_id":"t0"}]}), "parent_tasks"),
         ];
         for (extra, field) in cases {
@@ -255,18 +326,80 @@ mod tests {
     #[test]
     fn a_trusted_creator_may_set_everything_but_blank_values() {
         let full = json!({"name":"n","goal":"g","lifecycle":"participant","model":"big",
-            "reasoning_effort":"low","parent_tasks":[{"task_id":"t0"}],
+            "reasoning_effort":"low","token_budget":500,"parent_tasks":[{"task_id":"t0"}],
             "participants":[{"id":"bob","kind":"human","role":"assignee"}]});
-        assert_eq!(check_new_brief(&brief(full), "ledger", true), Ok(()));
+        assert_eq!(
+            check_new_brief(&brief(full), "ledger", true, &rules()),
+            Ok(())
+        );
         let blank = brief(json!({"name":"n","goal":"g","model":" "}));
-        assert!(check_new_brief(&blank, "ledger", true).is_err());
+        assert!(check_new_brief(&blank, "ledger", true, &rules()).is_err());
+    }
+
+    fn trusted_refusal(value: Value) -> String {
+        match check_new_brief(&brief(value), "ledger", true, &rules()) {
+            Err(TaskError::InvalidParams(message)) => message,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 
     #[test]
-    fn sub_tasks_and_plan_are_refused_in_any_brief() {
+    fn a_trusted_brief_naming_an_unknown_model_is_refused_with_the_valid_names_golden() {
+        assert_eq!(
+            trusted_refusal(json!({"name":"n","goal":"g","model":"huge"})),
+            r#"task.model: no model named "huge"; valid models: big, small (or leave model out for the default)"#
+        );
+        let none = BriefRules::default();
+        let err = check_new_brief(
+            &brief(json!({"name":"n","goal":"g","model":"big"})),
+            "l",
+            true,
+            &none,
+        );
+        assert_eq!(
+            err,
+            Err(TaskError::InvalidParams(
+                r#"task.model: no model named "big"; this harness has no named models, so leave model out to use its default"#
+                    .to_string()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_trusted_brief_with_an_unknown_effort_or_an_empty_budget_is_refused_golden() {
+        assert_eq!(
+            trusted_refusal(json!({"name":"n","goal":"g","reasoning_effort":"max\"imum"})),
+            r#"task.reasoning_effort: "max\"imum" is not an effort; use low, medium, high"#
+        );
+        assert_eq!(
+            trusted_refusal(json!({"name":"n","goal":"g","token_budget":0})),
+            "task.token_budget: must be at least 1 token; leave it out for the harness's own budget"
+        );
+    }
+
+    #[test]
+    fn the_budget_that_applies_is_the_smaller_of_the_brief_and_the_limit() {
+        let rules = rules();
+        let asking = |budget: Option<u64>| {
+            let mut ext = TaskExtension::from_text("t");
+            ext.token_budget = budget;
+            rules.budget_for(&ext)
+        };
+        assert_eq!(asking(None), Some(10_000));
+        assert_eq!(asking(Some(400)), Some(400));
+        assert_eq!(asking(Some(50_000)), Some(10_000));
+        assert_eq!(
+            BriefRules::default().budget_for(&TaskExtension::from_text("t")),
+            None
+        );
+    }
+
+    #[test]
+    fn sub_tasks_plan_and_usage_are_refused_in_any_brief() {
         for extra in [
             json!({"sub_tasks":[{"task_id":"c"}]}),
             json!({"plan":{"steps":[]}}),
+            json!({"usage":{"input_tokens":0,"output_tokens":0}}),
         ] {
             let mut payload = json!({"name":"n","goal":"g"});
             payload

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::model::Usage;
+
 /// The key under `Task.metadata` that holds the extension.
 pub const METADATA_KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
 /// The extension's URI, as advertised on the card and named in `A2A-Extensions`.
@@ -169,9 +171,19 @@ pub struct TaskExtension {
     /// The model this task runs on, when its trusted creator chose one; else the harness's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// How hard the model should reason on this task, when its trusted creator chose it.
+    /// How hard the model should reason on this task (`low`, `medium`, `high`), when its
+    /// trusted creator chose it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
+    /// The most tokens the task may use. In a brief, what its trusted creator allows it (a
+    /// parent task gives its sub-tasks on this harness what it has left); on the task, the
+    /// budget that applies: the smaller of that and `limits.task_token_budget`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_budget: Option<u64>,
+    /// The tokens the task's model calls have used so far, as the providers reported them;
+    /// written by the harness with each call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 impl TaskExtension {
@@ -205,6 +217,8 @@ impl TaskExtension {
             lifecycle: Lifecycle::Agent,
             model: None,
             reasoning_effort: None,
+            token_budget: None,
+            usage: None,
         }
     }
 
@@ -249,6 +263,18 @@ mod tests {
         let ext: TaskExtension = serde_json::from_value(value).unwrap();
         assert_eq!(ext.lifecycle, Lifecycle::Participant);
         assert_eq!(ext.participant("alice").unwrap().role, Role::Admin);
+    }
+
+    #[test]
+    fn budget_and_usage_show_on_the_task_when_set() {
+        let value = json!({"name":"n","goal":"g","token_budget":5000,
+            "usage":{"input_tokens":300,"output_tokens":20}});
+        let ext: TaskExtension = serde_json::from_value(value).unwrap();
+        assert_eq!(ext.token_budget, Some(5000));
+        assert_eq!(ext.usage.map(|u| u.total()), Some(320));
+        assert_eq!(ext.to_value()["usage"]["output_tokens"], 20);
+        let plain = TaskExtension::from_text("hi").to_value();
+        assert!(plain.get("token_budget").is_none() && plain.get("usage").is_none());
     }
 
     #[test]

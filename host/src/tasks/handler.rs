@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 
-use super::envelope::{BriefChange, check_new_brief, read_brief};
+use super::envelope::{BriefChange, BriefRules, check_new_brief, read_brief};
 use super::extension::{Participant, ParticipantKind, Role, TaskExtension};
 use super::hub::{Change, Created, TaskHub};
 use super::record::TaskRecord;
@@ -26,6 +26,8 @@ pub const MAX_PAGE_SIZE: usize = 100;
 pub struct Tasks {
     hub: Arc<TaskHub>,
     engine: OnceLock<Arc<dyn Engine>>,
+    /// The models a new brief may name and the budget every new task gets.
+    rules: BriefRules,
 }
 
 impl From<StoreError> for TaskError {
@@ -36,11 +38,18 @@ impl From<StoreError> for TaskError {
 }
 
 impl Tasks {
-    /// A service over the hub. Connect the engine with [`Tasks::set_engine`] before serving.
+    /// A service over the hub, with no named models and no token budget. Connect the engine
+    /// with [`Tasks::set_engine`] before serving.
     pub fn new(hub: Arc<TaskHub>) -> Tasks {
+        Tasks::with_rules(hub, BriefRules::default())
+    }
+
+    /// A service over the hub whose new briefs are checked against `rules`.
+    pub fn with_rules(hub: Arc<TaskHub>, rules: BriefRules) -> Tasks {
         Tasks {
             hub,
             engine: OnceLock::new(),
+            rules,
         }
     }
 
@@ -141,7 +150,8 @@ impl Tasks {
                 TaskExtension::from_text(&text)
             }
         };
-        check_new_brief(&ext, sender, *trusted)?;
+        check_new_brief(&ext, sender, *trusted, &self.rules)?;
+        ext.token_budget = self.rules.budget_for(&ext);
         if ext.participant(sender).is_none() {
             // A trusted delegator is another agent (or this harness); an untrusted caller is
             // taken to be a person, as before delegators existed.

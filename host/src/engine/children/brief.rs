@@ -1,5 +1,6 @@
 //! A child's brief as it travels to its agent: a task envelope when the agent's card advertises
-//! the task extension, the goal, description and criteria as text when it does not.
+//! the task extension, the goal, description and criteria as text when it does not. A child on
+//! this harness itself also carries its model and what its parent has left of its token budget.
 
 use serde_json::{Value, json};
 
@@ -17,6 +18,8 @@ pub struct ChildBrief {
     /// this harness as a delegator; others would refuse the whole request.
     pub participants: Vec<Participant>,
     pub lifecycle: Lifecycle,
+    /// One of this harness's `[models.*]`, for a child on this harness; `None` for the default.
+    pub model: Option<String>,
 }
 
 /// Where the brief goes and what that agent accepts.
@@ -28,6 +31,10 @@ pub struct Delivery<'a> {
     pub trusted: bool,
     /// The parent task, linked from the child when the agent trusts this harness.
     pub parent: Option<(&'a str, &'a str)>,
+    /// The agent is this harness: it knows the brief's model, and the child gets at most
+    /// `budget`, what the parent has left of its token budget (`None`: no budget).
+    pub own: bool,
+    pub budget: Option<u64>,
 }
 
 /// The message that creates the child. Its id is chosen by the parent so that sending it again
@@ -78,6 +85,16 @@ fn envelope_payload(brief: &ChildBrief, delivery: Delivery<'_>) -> Value {
                 json!([{ "task_id": task_id, "agent": { "kind": "agent", "id": agent } }]);
         }
     }
+    // Model names and budgets are this harness's own: another agent would not know the one and
+    // spends its own tokens against the other.
+    if delivery.own && delivery.trusted {
+        if let Some(model) = &brief.model {
+            payload["model"] = json!(model);
+        }
+        if let Some(budget) = delivery.budget {
+            payload["token_budget"] = json!(budget);
+        }
+    }
     payload
 }
 
@@ -122,6 +139,7 @@ mod tests {
                 display_name: None,
             }],
             lifecycle: Lifecycle::Agent,
+            model: Some("fast".to_string()),
         }
     }
 
@@ -141,6 +159,8 @@ mod tests {
             envelope: false,
             trusted: false,
             parent: None,
+            own: false,
+            budget: None,
         };
         let message = child_message(&brief(), "m-1", delivery);
         assert_eq!(message.message_id, "m-1");
@@ -154,6 +174,8 @@ mod tests {
             envelope: true,
             trusted: true,
             parent: Some(("parent-1", "self")),
+            own: false,
+            budget: Some(500),
         };
         let message = child_message(&brief(), "m-1", delivery);
         let part = &message.parts[0];
@@ -165,6 +187,31 @@ mod tests {
         assert_eq!(payload["participants"][0]["id"], "alice");
         assert_eq!(payload["parent_tasks"][0]["task_id"], "parent-1");
         assert!(payload.get("lifecycle").is_none(), "agent is the default");
+        for key in ["model", "token_budget"] {
+            assert!(payload.get(key).is_none(), "{key} is this harness's own");
+        }
+    }
+
+    #[test]
+    fn a_child_on_this_harness_gets_its_model_and_what_its_parent_has_left() {
+        let delivery = Delivery {
+            envelope: true,
+            trusted: true,
+            parent: Some(("parent-1", "self")),
+            own: true,
+            budget: Some(1_250),
+        };
+        let message = child_message(&brief(), "m-1", delivery);
+        let payload = &message.parts[0].data.as_ref().unwrap()["payload"];
+        assert_eq!(payload["model"], "fast");
+        assert_eq!(payload["token_budget"], 1_250);
+        let unbounded = Delivery {
+            budget: None,
+            ..delivery
+        };
+        let message = child_message(&brief(), "m-1", unbounded);
+        let payload = &message.parts[0].data.as_ref().unwrap()["payload"];
+        assert!(payload.get("token_budget").is_none());
     }
 
     #[test]
@@ -175,10 +222,18 @@ mod tests {
             envelope: true,
             trusted: false,
             parent: Some(("parent-1", "self")),
+            own: false,
+            budget: Some(9),
         };
         let message = child_message(&brief, "m-1", delivery);
         let payload = &message.parts[0].data.as_ref().unwrap()["payload"];
-        for key in ["participants", "lifecycle", "parent_tasks"] {
+        for key in [
+            "participants",
+            "lifecycle",
+            "parent_tasks",
+            "model",
+            "token_budget",
+        ] {
             assert!(
                 payload.get(key).is_none(),
                 "{key} sent to an untrusting agent"

@@ -4,6 +4,7 @@
 //! There is no in-process shortcut: `self` is reached over HTTP at its own base URL.
 
 pub mod brief;
+pub mod choice;
 mod deadline;
 mod follower;
 pub mod report;
@@ -18,6 +19,7 @@ use tokio_util::task::TaskTracker;
 use self::brief::{ChildBrief, Delivery, child_message};
 use self::report::ChildNews;
 use super::Engine;
+use super::budget;
 use super::tools::ToolError;
 use crate::a2a::client::{A2aClient, ClientError};
 use crate::a2a::types::{
@@ -51,6 +53,8 @@ pub struct ChildSettings {
     pub participant_id: String,
     /// `[limits] max_subtask_depth`.
     pub max_depth: u32,
+    /// The names of `[models.*]`: the models a child on this harness may be asked to run on.
+    pub models: Vec<String>,
     /// `[limits] subtask_unreachable_secs`: how long a child's agent may stay unreachable
     /// before the child ends FAILED for the parent.
     pub unreachable_after: Duration,
@@ -124,8 +128,9 @@ impl Children {
     }
 
     /// Creates the child with an A2A `SendMessage` to its agent and returns the sub-task row
-    /// for the parent. Fails, creating nothing and contacting nothing, for an unknown agent or
-    /// a parent already at `limits.max_subtask_depth`.
+    /// for the parent. Fails, creating nothing and contacting nothing, for an unknown agent, a
+    /// parent already at `limits.max_subtask_depth`, a model this harness does not have (or any
+    /// model for another agent), or a parent with no token budget left to give a child here.
     pub async fn spawn(&self, request: SpawnRequest<'_>) -> Result<TaskLink, ToolError> {
         let agent = self
             .registry
@@ -142,6 +147,14 @@ impl Children {
             ));
         }
         let agent_id = agent.id.clone();
+        let own = agent_id == SELF_ID;
+        let budget = own.then(|| budget::remaining(request.parent)).flatten();
+        choice::check(
+            &self.settings.models,
+            &agent_id,
+            request.brief.model.as_deref(),
+            budget,
+        )?;
         let client = self.client(&agent_id)?;
         let delivery = Delivery {
             envelope: agent
@@ -155,6 +168,8 @@ impl Children {
                 &request.parent.id,
                 &self.settings.participant_id_for(&agent_id),
             )),
+            own,
+            budget,
         };
         let message = child_message(&request.brief, &request.message_id, delivery);
         let send = SendMessageRequest {

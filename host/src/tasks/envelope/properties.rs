@@ -14,7 +14,7 @@ use crate::a2a::types::Part;
 use crate::tasks::extension::{AgentRef, ParticipantKind, TaskLink};
 
 /// Every key a brief's payload may hold, as [`TaskExtension`] names them.
-const BRIEF_KEYS: [&str; 13] = [
+const BRIEF_KEYS: [&str; 15] = [
     "name",
     "goal",
     "type",
@@ -27,8 +27,18 @@ const BRIEF_KEYS: [&str; 13] = [
     "lifecycle",
     "model",
     "reasoning_effort",
+    "token_budget",
+    "usage",
     "kind",
 ];
+
+/// The models and budget every brief here is checked against.
+fn rules() -> BriefRules {
+    BriefRules {
+        models: vec!["big".to_string(), "small".to_string()],
+        task_token_budget: Some(1_000),
+    }
+}
 
 /// Ids a creator or a participant might have: plain, blank, or odd.
 const IDS: [&str; 6] = ["alice", "bob", "front-desk", "", "  ", "ALICE"];
@@ -136,15 +146,17 @@ fn payload_json() -> BoxedStrategy<Value> {
         maybe(word(&["agent", "participant"])),
         maybe(text().prop_map(Value::from)),
         maybe(text().prop_map(Value::from)),
+        maybe(any::<i64>().prop_map(Value::from)),
     );
     let harness_owned = prop_oneof![
         8 => Just(None),
         1 => vec(link_json(), 0..2).prop_map(|l| Some(("sub_tasks", Value::Array(l)))),
         1 => Just(Some(("plan", json!({"steps": []})))),
+        1 => Just(Some(("usage", json!({"input_tokens": 1, "output_tokens": 2})))),
     ];
     (names, roles, harness_owned)
         .prop_map(|((name, goal, description, criteria), roles, owned)| {
-            let (participants, parents, lifecycle, model, effort) = roles;
+            let (participants, parents, lifecycle, model, effort, budget) = roles;
             let mut fields = vec![
                 ("name", name),
                 ("goal", goal),
@@ -155,6 +167,7 @@ fn payload_json() -> BoxedStrategy<Value> {
                 ("lifecycle", lifecycle),
                 ("model", model),
                 ("reasoning_effort", effort),
+                ("token_budget", budget),
             ];
             if let Some((key, value)) = owned {
                 fields.push((key, Some(value)));
@@ -238,8 +251,9 @@ fn valid_brief() -> BoxedStrategy<TaskExtension> {
         ),
         (
             select(vec![Lifecycle::Agent, Lifecycle::Participant]),
-            proptest::option::of("[a-z0-9-]{1,10}"),
+            proptest::option::of(select(rules().models)),
             proptest::option::of(select(vec!["low".to_string(), "high".to_string()])),
+            proptest::option::of(1..u64::MAX),
         ),
     )
         .prop_map(
@@ -250,7 +264,12 @@ fn valid_brief() -> BoxedStrategy<TaskExtension> {
                 brief.acceptance_criteria = criteria;
                 brief.participants = participants;
                 brief.parent_tasks = parents;
-                (brief.lifecycle, brief.model, brief.reasoning_effort) = rest;
+                (
+                    brief.lifecycle,
+                    brief.model,
+                    brief.reasoning_effort,
+                    brief.token_budget,
+                ) = rest;
                 brief
             },
         )
@@ -275,14 +294,19 @@ proptest! {
             Ok(Some(brief)) => {
                 prop_assert!(!brief.name.trim().is_empty() && !brief.goal.trim().is_empty());
                 prop_assert!(brief.sub_tasks.is_empty() && brief.plan.is_none());
-                match refusal(check_new_brief(&brief, creator, trusted)) {
+                prop_assert!(brief.usage.is_none());
+                match refusal(check_new_brief(&brief, creator, trusted, &rules())) {
                     Some(why) => prop_assert!(why.starts_with("task."), "{why}"),
-                    None if trusted => {}
+                    None if trusted => {
+                        let known = rules().models;
+                        prop_assert!(brief.model.as_ref().is_none_or(|m| known.contains(m)));
+                        prop_assert!(brief.token_budget != Some(0));
+                    }
                     None => {
                         prop_assert!(brief.participants.iter().all(|p| p.id == creator));
                         prop_assert_eq!(brief.lifecycle, Lifecycle::Agent);
                         prop_assert!(brief.model.is_none() && brief.reasoning_effort.is_none());
-                        prop_assert!(brief.parent_tasks.is_empty());
+                        prop_assert!(brief.parent_tasks.is_empty() && brief.token_budget.is_none());
                     }
                 }
             }
@@ -333,7 +357,7 @@ proptest! {
         let payload = serde_json::to_value(&brief).unwrap();
         let read = read_brief(&message(0, json!({"kind": "task", "payload": payload}))).unwrap();
         prop_assert_eq!(read.as_ref(), Some(&brief));
-        prop_assert_eq!(check_new_brief(&brief, "front-desk", true), Ok(()));
+        prop_assert_eq!(check_new_brief(&brief, "front-desk", true, &rules()), Ok(()));
     }
 
     #[test]
@@ -372,6 +396,9 @@ proptest! {
         prop_assert!(!brief.name.trim().is_empty());
         prop_assert!(brief.name.chars().count() <= crate::tasks::extension::DERIVED_NAME_CHARS);
         prop_assert_eq!(brief.goal, text.trim());
-        prop_assert_eq!(check_new_brief(&TaskExtension::from_text(&text), "alice", false), Ok(()));
+        prop_assert_eq!(
+            check_new_brief(&TaskExtension::from_text(&text), "alice", false, &rules()),
+            Ok(())
+        );
     }
 }

@@ -1,0 +1,75 @@
+//! What a parent may ask of a child beyond its brief: a model, which only a child on this
+//! harness can be given and only by a name `[models.*]` holds, and a token budget, which a
+//! parent gives a child on this harness from what it has left. Checked before anything is
+//! created or contacted.
+
+use crate::agents::SELF_ID;
+use crate::engine::tools::ToolError;
+use crate::model::{UNKNOWN_MODEL_CODE, UnknownModel};
+
+/// The code of a model asked of an agent other than this harness, which chooses its own.
+pub const MODEL_NOT_SELF_CODE: &str = "model.not_self";
+/// The code of a sub-task on this harness asked by a task with no token budget left to give.
+pub const BUDGET_SPENT_CODE: &str = "budget.spent";
+
+/// Refuses a model for another agent, a model `models` does not name, and a child on this
+/// harness when `budget` (what its parent has left) is nothing.
+pub fn check(
+    models: &[String],
+    agent: &str,
+    model: Option<&str>,
+    budget: Option<u64>,
+) -> Result<(), ToolError> {
+    if let Some(model) = model {
+        if agent != SELF_ID {
+            return Err(ToolError::new(
+                MODEL_NOT_SELF_CODE,
+                format!(
+                    "{agent} chooses its own model; leave model out, or give the sub-task to self"
+                ),
+            ));
+        }
+        UnknownModel::check(model, models)
+            .map_err(|err| ToolError::new(UNKNOWN_MODEL_CODE, err.message()))?;
+    }
+    if budget == Some(0) {
+        return Err(ToolError::new(
+            BUDGET_SPENT_CODE,
+            "this task has used its whole token budget and has none to give a sub-task",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn models() -> Vec<String> {
+        vec!["deep".to_string(), "fast".to_string()]
+    }
+
+    #[test]
+    fn a_configured_model_on_self_and_a_budget_left_pass() {
+        assert_eq!(check(&models(), "self", Some("fast"), Some(1)), Ok(()));
+        assert_eq!(check(&models(), "ledger", None, None), Ok(()));
+        assert_eq!(check(&[], "self", None, Some(500)), Ok(()));
+    }
+
+    #[test]
+    fn each_refusal_names_what_to_do_instead_golden() {
+        let text = |result: Result<(), ToolError>| result.unwrap_err().to_string();
+        assert_eq!(
+            text(check(&models(), "self", Some("huge"), None)),
+            r#"[model.unknown] no model named "huge"; valid models: deep, fast (or leave model out for the default)"#
+        );
+        assert_eq!(
+            text(check(&models(), "ledger", Some("fast"), None)),
+            "[model.not_self] ledger chooses its own model; leave model out, or give the sub-task to self"
+        );
+        assert_eq!(
+            text(check(&models(), "self", None, Some(0))),
+            "[budget.spent] this task has used its whole token budget and has none to give a sub-task"
+        );
+    }
+}
