@@ -140,13 +140,18 @@ impl Harness {
         let _ = self.done.await;
     }
 
-    /// One JSON-RPC call as the delegator (`trusted`) or as the participant `alice`.
+    /// One JSON-RPC call as the delegator (`trusted`) or as the participant `alice`, with the
+    /// task extension activated so answers carry the brief and the usage.
     pub async fn rpc(&self, trusted: bool, method: &str, params: Value) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let request = self
             .http
             .post(format!("{}/", self.base_url))
-            .header("A2A-Version", "1.0");
+            .header("A2A-Version", "1.0")
+            .header(
+                "A2A-Extensions",
+                tiny_harness::tasks::extension::EXTENSION_URI,
+            );
         let request = if trusted {
             request.bearer_auth(TOKEN)
         } else {
