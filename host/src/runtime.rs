@@ -25,7 +25,7 @@ use crate::plugins::{
     PromptContext, SkillSummary,
 };
 use crate::store::{Store, StoreError};
-use crate::tasks::envelope::BriefRules;
+use crate::tasks::creator::BriefRules;
 use crate::tasks::hub::TaskHub;
 use crate::tasks::{Delegators, Tasks};
 

@@ -20,7 +20,7 @@ mod support {
     pub mod play_model;
 }
 use support::play_model::{PlayModel, reply, tool_reply};
-use tiny_harness::tasks::envelope::BriefRules;
+use tiny_harness::tasks::creator::BriefRules;
 use tiny_harness::tasks::hub::TaskHub;
 use tiny_harness::tasks::{Caller, TaskService, Tasks};
 

@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, header};
 use crate::a2a::jsonrpc::{
     INVALID_REQUEST, RpcError, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED,
 };
+use crate::tasks::creator::{self, AuthorizationError};
 use crate::tasks::{Caller, Delegators};
 
 /// The protocol version the client speaks.
@@ -17,8 +18,6 @@ pub const A2A_EXTENSIONS_HEADER: &str = "a2a-extensions";
 pub const LEGACY_EXTENSIONS_HEADER: &str = "x-a2a-extensions";
 /// Who the caller is; see [`Caller::from_header`].
 pub const PARTICIPANT_HEADER: &str = "x-participant-id";
-/// The authentication scheme a trusted delegator uses (RFC 6750), matched without case.
-pub const BEARER_SCHEME: &str = "bearer";
 /// The `Major.Minor` version this server speaks.
 pub const SUPPORTED_VERSION: &str = "1.0";
 /// The older version spoken on the JSON-RPC endpoint, by its 0.3 method names.
@@ -125,50 +124,23 @@ pub fn activated_extensions(
     Ok(activated)
 }
 
-/// Why an `Authorization` header was refused. The messages never repeat what was sent: it may
-/// be a secret meant for another server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum AuthorizationError {
-    #[error(
-        "Authorization: only `Bearer <token>` is accepted, with the token of one of this server's server.trusted_delegators; send no Authorization header to call as an untrusted participant"
-    )]
-    NotBearer,
-    #[error(
-        "Authorization: the bearer token is not one of this server's server.trusted_delegators; send no Authorization header to call as an untrusted participant"
-    )]
-    UnknownToken,
-}
-
 impl From<AuthorizationError> for RpcError {
     fn from(error: AuthorizationError) -> RpcError {
         RpcError::new(INVALID_REQUEST, error.to_string()).with_metadata("header", "Authorization")
     }
 }
 
-/// Who is calling. With `Authorization: Bearer <token>` the caller is the trusted delegator
-/// whose token it is, whatever `X-Participant-Id` says; a token that is no delegator's, or
-/// another scheme, is refused rather than served as anonymous, so a misconfigured delegator
-/// finds out at once. Without the header, the caller is the untrusted participant named by
-/// `X-Participant-Id`, or the anonymous one (a value that is not valid UTF-8 names nobody).
+/// Who is calling, from the `Authorization` and `X-Participant-Id` headers: the rules are
+/// [`creator::identify`]'s.
 pub fn caller(headers: &HeaderMap, delegators: &Delegators) -> Result<Caller, AuthorizationError> {
-    if let Some(raw) = headers.get(header::AUTHORIZATION) {
-        let value = raw.to_str().map_err(|_| AuthorizationError::NotBearer)?;
-        let (scheme, token) = value
-            .trim()
-            .split_once(' ')
-            .ok_or(AuthorizationError::NotBearer)?;
-        if !scheme.eq_ignore_ascii_case(BEARER_SCHEME) {
-            return Err(AuthorizationError::NotBearer);
-        }
-        return delegators
-            .identify(token.trim())
-            .map(Caller::delegator)
-            .ok_or(AuthorizationError::UnknownToken);
-    }
-    let value = headers
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|raw| raw.to_str().map_err(|_| AuthorizationError::NotBearer))
+        .transpose()?;
+    let participant = headers
         .get(PARTICIPANT_HEADER)
         .and_then(|value| value.to_str().ok());
-    Ok(Caller::from_header(value))
+    creator::identify(authorization, participant, delegators)
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::a2a::types::{
     Message, SendMessageRequest, SendMessageResponse, SubscribeToTaskRequest, Task, TaskState,
 };
 use crate::a2a::validate;
-use crate::tasks::handler::sender_of;
+use crate::tasks::creator::sender_of;
 use crate::tasks::{Caller, Subscription};
 
 /// How long a blocking `SendMessage` waits for its task to settle before answering with the task

@@ -5,8 +5,9 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 
-use super::envelope::{BriefChange, BriefRules, check_new_brief, read_brief};
-use super::extension::{Participant, ParticipantKind, Role, TaskExtension};
+use super::creator::{BriefRules, check_new_brief, join_as_admin, sender_of};
+use super::envelope::{BriefChange, read_brief};
+use super::extension::TaskExtension;
 use super::hub::{Change, Created, TaskHub};
 use super::record::TaskRecord;
 use super::service::{Caller, Subscription, TaskError, TaskService};
@@ -152,24 +153,7 @@ impl Tasks {
         };
         check_new_brief(&ext, sender, *trusted, &self.rules)?;
         ext.token_budget = self.rules.budget_for(&ext);
-        if ext.participant(sender).is_none() {
-            // A trusted delegator is another agent (or this harness); an untrusted caller is
-            // taken to be a person, as before delegators existed.
-            let kind = if *trusted {
-                ParticipantKind::Agent
-            } else {
-                ParticipantKind::Human
-            };
-            ext.participants.insert(
-                0,
-                Participant {
-                    id: sender.to_string(),
-                    kind,
-                    role: Role::Admin,
-                    display_name: None,
-                },
-            );
-        }
+        join_as_admin(&mut ext, sender, *trusted);
         let id = uuid::Uuid::new_v4().to_string();
         let context_id = if message.context_id.is_empty() {
             uuid::Uuid::new_v4().to_string()
@@ -270,36 +254,6 @@ fn refuse_reserved_metadata(message: &Message) -> Result<(), TaskError> {
         )));
     }
     Ok(())
-}
-
-/// The participant a message comes from, as the caller the task service acts for. An untrusted
-/// caller is named by `Message.metadata.participant_id`, else by its header. A trusted delegator
-/// speaks only as itself: a message naming someone else is refused, so trust never passes to
-/// another id. The protocol layer follows the task a message created or continued as this
-/// sender, so a sender named only in the metadata can read the task it just created.
-pub fn sender_of(caller: &Caller, message: &Message) -> Result<Caller, TaskError> {
-    let named = message
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get("participant_id"))
-        .and_then(|v| v.as_str())
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    if caller.trusted {
-        if let Some(other) = named.filter(|id| *id != caller.participant_id) {
-            return Err(TaskError::InvalidParams(format!(
-                "message.metadata.participant_id: `{other}` is not `{}`, the trusted delegator whose token was presented; a delegator speaks only as itself",
-                caller.participant_id
-            )));
-        }
-        return Ok(caller.clone());
-    }
-    Ok(Caller {
-        participant_id: named
-            .map(str::to_string)
-            .unwrap_or_else(|| caller.participant_id.clone()),
-        trusted: false,
-    })
 }
 
 #[async_trait]

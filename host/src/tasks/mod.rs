@@ -2,6 +2,7 @@
 //! the hub through which every change is written and announced, and the trusted delegators who
 //! may shape a new task's brief.
 
+pub mod creator;
 pub mod envelope;
 pub mod extension;
 pub mod handler;

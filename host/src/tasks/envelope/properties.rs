@@ -11,6 +11,8 @@ use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::a2a::types::Part;
+use crate::tasks::creator::{BriefRules, check_new_brief};
+use crate::tasks::extension::Lifecycle;
 use crate::tasks::extension::{AgentRef, ParticipantKind, TaskLink};
 
 /// Every key a brief's payload may hold, as [`TaskExtension`] names them.
