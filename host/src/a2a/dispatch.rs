@@ -17,20 +17,14 @@ use crate::a2a::headers;
 use crate::a2a::jsonrpc::{
     self, CONTENT_TYPE_NOT_SUPPORTED, Request, RequestId, RpcError, parse_params,
 };
-use crate::a2a::ops::{self, Requester, Streaming};
-use crate::a2a::server::App;
-use crate::a2a::sse::{self, Framing};
+use crate::a2a::ops::{self, App, Reply, Requester, to_value};
+use crate::a2a::sse::{self, Framing, to_text};
+use crate::a2a::types::StreamResponse;
 use crate::a2a::types::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
 use crate::a2a::v03;
 use crate::log_field;
-
-/// What a method produces: one JSON result, or a stream of them.
-pub(crate) enum Reply {
-    Result(Value),
-    Stream(Box<Streaming>),
-}
 
 /// `POST /`: one JSON-RPC request.
 pub(crate) async fn rpc(
@@ -59,10 +53,10 @@ pub(crate) async fn rpc(
     };
     let (reply, framing) = if legacy {
         let reply = v03::call(&app, &requester, &method, params).await;
-        (reply, Framing::JsonRpcV03(id.clone()))
+        (reply, JsonRpcFraming::V03(id.clone()))
     } else {
         let reply = call(&app, &requester, &method, params).await;
-        (reply, Framing::JsonRpc(id.clone()))
+        (reply, JsonRpcFraming::V1(id.clone()))
     };
     let response = match reply {
         Ok(Reply::Result(value)) => json(jsonrpc::Response::success(id, value)),
@@ -72,6 +66,32 @@ pub(crate) async fn rpc(
         Err(error) => failure(id, &method, error),
     };
     requester.activated.echo(response)
+}
+
+/// Stream items as JSON-RPC responses carrying the request's id: the result a 1.0
+/// `StreamResponse`, or (for a 0.3 method) the event in its 0.3 shape (`kind`, `final`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum JsonRpcFraming {
+    V1(RequestId),
+    V03(RequestId),
+}
+
+impl Framing for JsonRpcFraming {
+    fn encode(&self, item: Result<&StreamResponse, RpcError>) -> String {
+        let value = match (self, item) {
+            (JsonRpcFraming::V1(id), Ok(event)) => match serde_json::to_value(event) {
+                Ok(value) => jsonrpc::Response::success(id.clone(), value),
+                Err(err) => jsonrpc::Response::failure(id.clone(), RpcError::internal(err)),
+            },
+            (JsonRpcFraming::V03(id), Ok(event)) => {
+                jsonrpc::Response::success(id.clone(), v03::stream_event(event))
+            }
+            (JsonRpcFraming::V1(id) | JsonRpcFraming::V03(id), Err(error)) => {
+                jsonrpc::Response::failure(id.clone(), error)
+            }
+        };
+        to_text(&value)
+    }
 }
 
 fn failure(id: RequestId, method: &str, error: RpcError) -> Response {
@@ -175,9 +195,25 @@ async fn call(
     }
 }
 
-/// A result as JSON.
-pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Result<Reply, RpcError> {
-    serde_json::to_value(value)
-        .map(Reply::Result)
-        .map_err(RpcError::internal)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::types::{TaskState, TaskStatus, TaskStatusUpdateEvent};
+
+    #[test]
+    fn a_0_3_stream_item_is_the_event_in_its_0_3_shape() {
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                ..TaskStatus::default()
+            },
+            metadata: None,
+        });
+        let legacy = JsonRpcFraming::V03(RequestId::Number(1.into())).encode(Ok(&event));
+        let data: serde_json::Value = serde_json::from_str(&legacy).unwrap();
+        assert_eq!(data["result"]["kind"], "status-update");
+        assert_eq!(data["result"]["final"], false);
+    }
 }

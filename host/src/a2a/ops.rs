@@ -4,7 +4,12 @@
 //! the bindings cannot drift apart (§5.1 asks for functional equivalence). So does the shaping of
 //! every task that goes out by the extensions the request activated ([`Activated`]).
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::HeaderValue;
+use serde_json::Value;
 
 use tokio::sync::broadcast::error::RecvError;
 
@@ -13,20 +18,96 @@ use crate::a2a::jsonrpc::{
     CONTENT_TYPE_NOT_SUPPORTED, EXTENDED_AGENT_CARD_NOT_CONFIGURED,
     PUSH_NOTIFICATION_NOT_SUPPORTED, RpcError,
 };
-use crate::a2a::server::App;
-use crate::a2a::sse::{self, StreamEnd};
 use crate::a2a::types::{
-    CancelTaskRequest, DIRECT_REPLY_KEY, GetTaskRequest, ListTasksRequest, ListTasksResponse,
-    Message, SendMessageRequest, SendMessageResponse, SubscribeToTaskRequest, Task, TaskState,
+    AgentCard, CancelTaskRequest, DIRECT_REPLY_KEY, GetTaskRequest, ListTasksRequest,
+    ListTasksResponse, Message, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskState,
 };
 use crate::a2a::validate;
 use crate::tasks::creator::sender_of;
-use crate::tasks::{Caller, Subscription};
+use crate::tasks::{Caller, Delegators, Subscription, TaskService};
 
 /// How long a blocking `SendMessage` waits for its task to settle before answering with the task
 /// as it is. A client that needs longer should stream or poll; an HTTP request held open for
 /// hours helps nobody.
 pub const BLOCKING_SEND_MAX_WAIT: Duration = Duration::from_secs(10 * 60);
+
+/// What the server needs: the task service, the card it publishes, who its trusted delegators
+/// are, and its limits.
+#[derive(Clone)]
+pub struct ServerState {
+    pub service: Arc<dyn TaskService>,
+    pub card: AgentCard,
+    /// Whose bearer tokens make a caller trusted; every binding identifies callers through them.
+    pub delegators: Arc<Delegators>,
+    /// Larger request bodies get HTTP 413 before they are parsed.
+    pub max_request_bytes: usize,
+    /// Requests per minute one caller may make before HTTP 429 (a trusted delegator by its id,
+    /// anyone else by peer address; this harness's own calls are never limited); 0 turns
+    /// limiting off.
+    pub rate_limit_per_minute: u32,
+}
+
+/// The state handlers share: the server state and what is derived from it once.
+pub(crate) struct App {
+    pub(crate) state: ServerState,
+    /// The URIs of the extensions the card offers: the only ones `A2A-Extensions` may name.
+    pub(crate) supported_extensions: Vec<String>,
+    pub(crate) card_json: Bytes,
+    pub(crate) card_etag: HeaderValue,
+    /// When the router was built: the card only changes with a restart.
+    pub(crate) card_last_modified: HeaderValue,
+}
+
+/// What a method produces: one JSON result, or a stream of them.
+pub(crate) enum Reply {
+    Result(Value),
+    Stream(Box<Streaming>),
+}
+
+/// A result as JSON.
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Result<Reply, RpcError> {
+    serde_json::to_value(value)
+        .map(Reply::Result)
+        .map_err(RpcError::internal)
+}
+
+/// Whether an event leaves its task in a state where a stream ends and a blocking send returns.
+pub fn settles(event: &StreamResponse) -> bool {
+    state_of(event).is_some_and(TaskState::is_settled)
+}
+
+pub(crate) fn state_of(event: &StreamResponse) -> Option<TaskState> {
+    match event {
+        StreamResponse::StatusUpdate(update) => Some(update.status.state),
+        StreamResponse::Task(task) => Some(task.status.state),
+        StreamResponse::Message(_) | StreamResponse::ArtifactUpdate(_) => None,
+    }
+}
+
+/// When a stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// At the first event that settles the task (terminal, input or auth required): the stream
+    /// of a message just sent. The snapshot ends it only when terminal, since it was taken before
+    /// the message was worked (a task waiting for input is still waiting in it).
+    Settled,
+    /// When the task is terminal (§3.1.6): a subscription watches a task through its questions.
+    Terminal,
+}
+
+impl StreamEnd {
+    pub(crate) fn ends_at_snapshot(self, state: TaskState) -> bool {
+        state.is_terminal()
+    }
+
+    pub(crate) fn ends_at(self, state: TaskState) -> bool {
+        match self {
+            StreamEnd::Settled => state.is_settled(),
+            StreamEnd::Terminal => state.is_terminal(),
+        }
+    }
+}
 
 /// Who made a request and what its headers activated: everything about the asker that decides
 /// what an operation may do and what its answer holds.
@@ -285,7 +366,7 @@ async fn wait_until_settled(
                     break;
                 }
                 event = events.recv() => match event {
-                    Ok(event) if sse::settles(&event) => break,
+                    Ok(event) if settles(&event) => break,
                     Ok(_) => {}
                     Err(RecvError::Lagged(_)) => {
                         let task = service.get_task(caller, &task_id, Some(0)).await?;

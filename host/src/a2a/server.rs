@@ -20,42 +20,15 @@ use tower_http::trace::TraceLayer;
 
 use crate::a2a::card::CARD_PATH;
 use crate::a2a::jsonrpc::{self, RequestId, RpcError};
+use crate::a2a::ops::App;
+pub use crate::a2a::ops::ServerState;
 use crate::a2a::rate_limit::{self, RateLimit};
-use crate::a2a::types::AgentCard;
 use crate::a2a::{dispatch, rest};
-use crate::tasks::{Delegators, TaskService};
 
 pub use crate::a2a::connections::{ConnectionLimits, SHUTDOWN_GRACE, serve};
 
 /// How long agent-card caches may keep the card (§8.6.1); it only changes with a restart.
 pub const CARD_MAX_AGE_SECONDS: u32 = 300;
-
-/// What the server needs: the task service, the card it publishes, who its trusted delegators
-/// are, and its limits.
-#[derive(Clone)]
-pub struct ServerState {
-    pub service: Arc<dyn TaskService>,
-    pub card: AgentCard,
-    /// Whose bearer tokens make a caller trusted; every binding identifies callers through them.
-    pub delegators: Arc<Delegators>,
-    /// Larger request bodies get HTTP 413 before they are parsed.
-    pub max_request_bytes: usize,
-    /// Requests per minute one caller may make before HTTP 429 (a trusted delegator by its id,
-    /// anyone else by peer address; this harness's own calls are never limited); 0 turns
-    /// limiting off.
-    pub rate_limit_per_minute: u32,
-}
-
-/// The state handlers share: the server state and what is derived from it once.
-pub(crate) struct App {
-    pub(crate) state: ServerState,
-    /// The URIs of the extensions the card offers: the only ones `A2A-Extensions` may name.
-    pub(crate) supported_extensions: Vec<String>,
-    card_json: Bytes,
-    card_etag: HeaderValue,
-    /// When the router was built: the card only changes with a restart.
-    card_last_modified: HeaderValue,
-}
 
 /// The server's routes with every limit applied. Serve it with [`serve`], which supplies the
 /// peer addresses anonymous callers are rate-limited by.

@@ -1,6 +1,6 @@
 //! Server-Sent Events for `SendStreamingMessage` and `SubscribeToTask`: the task snapshot first,
-//! then each event, until the task settles. A [`Framing`] writes each item the way its binding
-//! wants it: a JSON-RPC response (1.0 or 0.3 shapes) or a bare `StreamResponse` (REST).
+//! then each event, until the task settles. The framing below the bindings: each binding hands in
+//! its [`Framing`], which writes each item the way it wants it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -12,84 +12,21 @@ use futures::Stream;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::a2a::extensions::Activated;
-use crate::a2a::jsonrpc::{self, RequestId, RpcError};
-use crate::a2a::ops::Streaming;
-use crate::a2a::types::{StreamResponse, Task, TaskState};
+use crate::a2a::jsonrpc::RpcError;
+use crate::a2a::ops::{StreamEnd, Streaming, state_of};
+use crate::a2a::types::{StreamResponse, Task};
 use crate::a2a::validate::trim_history;
-use crate::a2a::{rest, v03};
 use crate::tasks::{Caller, TaskService};
 
 /// How often an idle stream sends a comment, so proxies and clients with read timeouts keep the
 /// connection open while a task thinks.
 pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(15);
 
-/// Whether an event leaves its task in a state where a stream ends and a blocking send returns.
-pub fn settles(event: &StreamResponse) -> bool {
-    state_of(event).is_some_and(TaskState::is_settled)
-}
-
-fn state_of(event: &StreamResponse) -> Option<TaskState> {
-    match event {
-        StreamResponse::StatusUpdate(update) => Some(update.status.state),
-        StreamResponse::Task(task) => Some(task.status.state),
-        StreamResponse::Message(_) | StreamResponse::ArtifactUpdate(_) => None,
-    }
-}
-
-/// When a stream ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamEnd {
-    /// At the first event that settles the task (terminal, input or auth required): the stream
-    /// of a message just sent. The snapshot ends it only when terminal, since it was taken before
-    /// the message was worked (a task waiting for input is still waiting in it).
-    Settled,
-    /// When the task is terminal (§3.1.6): a subscription watches a task through its questions.
-    Terminal,
-}
-
-impl StreamEnd {
-    fn ends_at_snapshot(self, state: TaskState) -> bool {
-        state.is_terminal()
-    }
-
-    fn ends_at(self, state: TaskState) -> bool {
-        match self {
-            StreamEnd::Settled => state.is_settled(),
-            StreamEnd::Terminal => state.is_terminal(),
-        }
-    }
-}
-
-/// How each item of a stream is written as the `data` of one SSE event.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Framing {
-    /// A JSON-RPC response carrying the request's id; the result is a 1.0 `StreamResponse`.
-    JsonRpc(RequestId),
-    /// A JSON-RPC response whose result is the event in its 0.3 shape (`kind`, `final`).
-    JsonRpcV03(RequestId),
-    /// The bare `StreamResponse` (§11.7); an error as a `google.rpc.Status` object.
-    Rest,
-}
-
-impl Framing {
+/// How each item of a stream is written as the `data` of one SSE event: each binding brings its
+/// own (a JSON-RPC response in the 1.0 or 0.3 shape, or a bare `StreamResponse` for REST).
+pub(crate) trait Framing: Send + 'static {
     /// The event data for one item.
-    pub fn encode(&self, item: Result<&StreamResponse, RpcError>) -> String {
-        let value = match (self, item) {
-            (Framing::JsonRpc(id), Ok(event)) => match serde_json::to_value(event) {
-                Ok(value) => jsonrpc::Response::success(id.clone(), value),
-                Err(err) => jsonrpc::Response::failure(id.clone(), RpcError::internal(err)),
-            },
-            (Framing::JsonRpcV03(id), Ok(event)) => {
-                jsonrpc::Response::success(id.clone(), v03::stream_event(event))
-            }
-            (Framing::JsonRpc(id) | Framing::JsonRpcV03(id), Err(error)) => {
-                jsonrpc::Response::failure(id.clone(), error)
-            }
-            (Framing::Rest, Ok(event)) => return to_text(event),
-            (Framing::Rest, Err(error)) => return to_text(&rest::status_body(&error)),
-        };
-        to_text(&value)
-    }
+    fn encode(&self, item: Result<&StreamResponse, RpcError>) -> String;
 }
 
 /// The HTTP response streaming a subscription until its end. Its `history_length` trims every
@@ -97,7 +34,7 @@ impl Framing {
 /// response names them.
 pub(crate) fn respond(
     service: Arc<dyn TaskService>,
-    framing: Framing,
+    framing: impl Framing,
     streaming: Streaming,
 ) -> Response {
     let Streaming {
@@ -111,7 +48,7 @@ pub(crate) fn respond(
     let follower = Follower {
         service,
         caller,
-        framing,
+        framing: Box::new(framing),
         end,
         task_id: subscription.snapshot.id.clone(),
         history_length,
@@ -145,7 +82,7 @@ enum Phase {
 struct Follower {
     service: Arc<dyn TaskService>,
     caller: Caller,
-    framing: Framing,
+    framing: Box<dyn Framing>,
     end: StreamEnd,
     task_id: String,
     history_length: Option<i32>,
@@ -212,7 +149,7 @@ impl Follower {
 }
 
 /// JSON text of plain data. It cannot fail to serialise; the fallback is only for the type.
-fn to_text<T: serde::Serialize>(value: &T) -> String {
+pub(crate) fn to_text<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| {
         r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}"#
             .to_string()
@@ -222,6 +159,9 @@ fn to_text<T: serde::Serialize>(value: &T) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // The JSON-RPC binding's framing, so the tests read what a client reads.
+    use crate::a2a::dispatch::JsonRpcFraming;
+    use crate::a2a::jsonrpc::RequestId;
     use crate::a2a::types::{ListTasksRequest, ListTasksResponse, SendMessageRequest, TaskState};
     use crate::a2a::types::{TaskStatus, TaskStatusUpdateEvent};
     use crate::tasks::{Subscription, TaskError};
@@ -285,7 +225,7 @@ mod tests {
         Follower {
             service: Arc::new(Completed),
             caller: Caller::from_header(None),
-            framing: Framing::JsonRpc(RequestId::Number(9.into())),
+            framing: Box::new(JsonRpcFraming::V1(RequestId::Number(9.into()))),
             end: StreamEnd::Settled,
             task_id: "t".into(),
             history_length: None,
@@ -299,7 +239,7 @@ mod tests {
         let mut states = Vec::new();
         while let Some(item) = follower.next().await {
             let data = follower.framing.encode(item.as_ref().map_err(Clone::clone));
-            let response: jsonrpc::Response = serde_json::from_str(&data).unwrap();
+            let response: crate::a2a::jsonrpc::Response = serde_json::from_str(&data).unwrap();
             assert_eq!(response.id, RequestId::Number(9.into()));
             let result = response.result.expect("a result");
             let state = result["task"]["status"]["state"]
@@ -358,25 +298,6 @@ mod tests {
             "update TASK_STATE_COMPLETED",
         ];
         assert_eq!(states(reply).await, expected);
-    }
-
-    #[test]
-    fn rest_framing_writes_the_bare_event_and_errors_as_a_status() {
-        let event = update(TaskState::Working);
-        let data: serde_json::Value =
-            serde_json::from_str(&Framing::Rest.encode(Ok(&event))).unwrap();
-        assert_eq!(
-            data["statusUpdate"]["status"]["state"],
-            "TASK_STATE_WORKING"
-        );
-        let error = RpcError::from(TaskError::NotFound("t".into()));
-        let data: serde_json::Value =
-            serde_json::from_str(&Framing::Rest.encode(Err(error))).unwrap();
-        assert_eq!(data["error"]["code"], 404);
-        let legacy = Framing::JsonRpcV03(RequestId::Number(1.into())).encode(Ok(&event));
-        let data: serde_json::Value = serde_json::from_str(&legacy).unwrap();
-        assert_eq!(data["result"]["kind"], "status-update");
-        assert_eq!(data["result"]["final"], false);
     }
 
     #[tokio::test]

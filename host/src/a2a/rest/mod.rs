@@ -25,9 +25,9 @@ pub use status::{http_status, status_body};
 use crate::a2a::extensions::Activated;
 use crate::a2a::headers::{self, A2A_VERSION_HEADER};
 use crate::a2a::jsonrpc::{self, RpcError, parse_params};
-use crate::a2a::ops::{self, Requester, Streaming};
-use crate::a2a::server::App;
-use crate::a2a::sse::{self, Framing};
+use crate::a2a::ops::{self, App, Requester, Streaming};
+use crate::a2a::sse::{self, Framing, to_text};
+use crate::a2a::types::StreamResponse;
 use crate::a2a::types::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
@@ -82,7 +82,7 @@ fn ok<T: serde::Serialize>(result: Result<T, RpcError>) -> Response {
 
 fn stream(app: &App, result: Result<Streaming, RpcError>) -> Response {
     match result {
-        Ok(streaming) => sse::respond(app.state.service.clone(), Framing::Rest, streaming),
+        Ok(streaming) => sse::respond(app.state.service.clone(), RestFraming, streaming),
         Err(error) => error_response(&error),
     }
 }
@@ -327,9 +327,46 @@ async fn extended_agent_card(
         .echo(error_response(&ops::extended_agent_card(&app)))
 }
 
+/// Stream items as the bare `StreamResponse` (§11.7); an error as a `google.rpc.Status` object.
+pub(crate) struct RestFraming;
+
+impl Framing for RestFraming {
+    fn encode(&self, item: Result<&StreamResponse, RpcError>) -> String {
+        match item {
+            Ok(event) => to_text(event),
+            Err(error) => to_text(&status_body(&error)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rest_framing_writes_the_bare_event_and_errors_as_a_status() {
+        use crate::a2a::types::{TaskState, TaskStatus, TaskStatusUpdateEvent};
+        use crate::tasks::TaskError;
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                ..TaskStatus::default()
+            },
+            metadata: None,
+        });
+        let data: serde_json::Value =
+            serde_json::from_str(&RestFraming.encode(Ok(&event))).unwrap();
+        assert_eq!(
+            data["statusUpdate"]["status"]["state"],
+            "TASK_STATE_WORKING"
+        );
+        let error = RpcError::from(TaskError::NotFound("t".into()));
+        let data: serde_json::Value =
+            serde_json::from_str(&RestFraming.encode(Err(error))).unwrap();
+        assert_eq!(data["error"]["code"], 404);
+    }
 
     #[test]
     fn verbs_are_split_at_the_last_colon() {

@@ -7,10 +7,8 @@ pub mod wire;
 
 use serde_json::Value;
 
-use crate::a2a::dispatch::{Reply, to_value};
 use crate::a2a::jsonrpc::{RpcError, parse_params};
-use crate::a2a::ops::{self, Requester};
-use crate::a2a::server::App;
+use crate::a2a::ops::{self, App, Reply, Requester, to_value};
 use crate::a2a::types::{
     CancelTaskRequest, GetTaskRequest, StreamResponse, SubscribeToTaskRequest,
 };
