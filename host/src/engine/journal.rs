@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::tools::Effect;
 use crate::context::HistoryItem;
 use crate::model::{ModelReply, ToolCall, Usage};
+use crate::skills::loading;
 
 /// One recorded step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,6 +75,8 @@ pub struct Replay {
     pub inputs: usize,
     /// Commands carried out.
     pub commands: usize,
+    /// The skills loaded on the task, sorted by name: the recorded tool results' effects, folded.
+    skills: Vec<String>,
 }
 
 impl Replay {
@@ -148,8 +151,12 @@ impl Replay {
                 call_id,
                 name,
                 content,
+                effects,
                 ..
             } => {
+                for effect in effects {
+                    loading::fold(&mut self.skills, effect);
+                }
                 self.pending.retain(|call| &call.id != call_id);
                 self.items.push(HistoryItem::ToolResult {
                     call_id: call_id.clone(),
@@ -185,6 +192,11 @@ impl Replay {
     /// and its model has nothing to answer until news arrives.
     pub fn only_commands(&self) -> bool {
         self.commands > 0 && self.inputs == 0 && self.turn_calls == 0
+    }
+
+    /// The skills loaded on the task, sorted by name.
+    pub fn skills(&self) -> &[String] {
+        &self.skills
     }
 
     /// The next tool call that has no result yet.
@@ -241,6 +253,47 @@ mod tests {
         });
         assert_eq!(replay.final_reply.as_deref(), Some("done"));
         assert_eq!(replay.last_inbound_seq, 1);
+    }
+
+    #[test]
+    fn loaded_skills_are_folded_from_recorded_results_so_a_restart_keeps_them() {
+        let result = |id: &str, effects: Vec<Effect>| JournalEntry::ToolResult {
+            call_id: id.into(),
+            name: "load_skill".into(),
+            content: "ok".into(),
+            is_error: false,
+            effects,
+        };
+        let load = |name: &str| Effect::LoadSkill { name: name.into() };
+        let entries = vec![
+            result("a", vec![load("style")]),
+            result("b", vec![load("bookkeeping"), load("style")]),
+            result(
+                "c",
+                vec![Effect::UnloadSkill {
+                    name: "style".into(),
+                }],
+            ),
+        ];
+        // Stored as JSON and read back, as a restart reads the journal: the name, never a body.
+        let stored: Vec<String> = entries
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        assert!(
+            stored[0].contains(r#""effects":[{"effect":"load_skill","name":"style"}]"#),
+            "{}",
+            stored[0]
+        );
+        let read: Vec<JournalEntry> = stored
+            .iter()
+            .map(|s| serde_json::from_str(s).unwrap())
+            .collect();
+        assert_eq!(Replay::from_entries(&read).skills(), ["bookkeeping"]);
+        assert_eq!(
+            Replay::from_entries(&read[..2]).skills(),
+            ["bookkeeping", "style"]
+        );
     }
 
     #[test]

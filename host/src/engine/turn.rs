@@ -18,6 +18,7 @@ use crate::a2a::types::{
 use crate::context::compaction::{budget, is_over, split_point, summary_request};
 use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
 use crate::model::{Finish, Model, ModelError, ToolSpec, TurnContext, TurnReply};
+use crate::skills::Catalog;
 use crate::store::{StoreError, Tx};
 use crate::tasks::extension::{Lifecycle, StepState};
 use crate::tasks::hub::{Change, TaskHub};
@@ -43,6 +44,8 @@ pub(crate) struct Shared {
     pub settings: EngineSettings,
     /// Creates and follows child tasks; attached once at start-up.
     pub children: OnceLock<Arc<Children>>,
+    /// The skills whose bodies loaded skills' sections hold; attached once at start-up.
+    pub skills: OnceLock<Arc<Catalog>>,
 }
 
 pub(super) enum Step {
@@ -138,6 +141,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         let context = ToolContext {
             record: &record,
             call_id: &call.id,
+            skills: replay.skills(),
         };
         let outcome = shared.tools.invoke(&context, &call).await;
         let entry = JournalEntry::ToolResult {
@@ -187,9 +191,14 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         fail(hub, id, &reason)?;
         return Ok(Step::Stop);
     }
+    let skills = shared
+        .skills
+        .get()
+        .map(|catalog| catalog.sections(replay.skills()))
+        .unwrap_or_default();
     let input = TurnInput {
         record: &record,
-        skills: &[],
+        skills: &skills,
         summary: replay.summary.as_deref(),
         history: replay.live_history(),
         call_index: replay.turn_calls,
@@ -377,6 +386,8 @@ fn apply_effects(
                     }
                 }
             }
+            // A task's skills are its journal's: `Replay` folds these from the recorded result.
+            Effect::LoadSkill { .. } | Effect::UnloadSkill { .. } => {}
             Effect::SetRole {
                 participant_id,
                 role,

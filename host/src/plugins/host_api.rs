@@ -17,6 +17,7 @@ use crate::engine::children::brief::ChildBrief;
 use crate::engine::children::{Children, SpawnRequest};
 use crate::engine::effects::{self, StepRequest};
 use crate::engine::tools::{Effect, ToolError};
+use crate::skills::{Catalog, loading};
 use crate::tasks::extension::{Lifecycle, Role};
 use crate::tasks::record::TaskRecord;
 
@@ -40,6 +41,10 @@ pub struct CallState {
     pub host: Option<Handle>,
     /// Children created so far in this call.
     pub spawned: usize,
+    /// The skills `load_skill` may load; `None` where no catalog was attached (no skills).
+    pub skills: Option<Arc<Catalog>>,
+    /// The skills loaded on the task when the call began, sorted by name.
+    pub loaded_skills: Vec<String>,
 }
 
 impl CallState {
@@ -315,21 +320,33 @@ impl host::Host for StoreData {
     }
 
     async fn list_skills(&mut self) -> Vec<String> {
-        Vec::new()
+        let catalog = self.call.as_ref().and_then(|call| call.skills.clone());
+        catalog
+            .map(|catalog| {
+                catalog
+                    .skills()
+                    .map(|s| format!("{}: {}", s.name, s.description))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     async fn load_skill(&mut self, name: String) -> Result<String, WitToolError> {
-        Err(wit_error(
-            "skill.invalid",
-            format!("no skill named \"{name}\"; this harness has no skills"),
-        ))
+        let call = self.in_call()?;
+        let catalog = call.skills.clone().unwrap_or_default();
+        let loaded = loading::loaded_after(&call.loaded_skills, &call.effects);
+        let (skill, effect) = loading::load(&catalog, &loaded, &name).map_err(to_wit)?;
+        call.effects.extend(effect);
+        Ok(skill.body.clone())
     }
 
     async fn unload_skill(&mut self, name: String) -> Result<(), WitToolError> {
-        Err(wit_error(
-            "skill.invalid",
-            format!("skill \"{name}\" is not loaded"),
-        ))
+        let call = self.in_call()?;
+        let catalog = call.skills.clone().unwrap_or_default();
+        let loaded = loading::loaded_after(&call.loaded_skills, &call.effects);
+        let effect = loading::unload(&catalog, &loaded, &name).map_err(to_wit)?;
+        call.effects.push(effect);
+        Ok(())
     }
 }
 
@@ -355,6 +372,8 @@ mod tests {
             children: None,
             host: None,
             spawned: 0,
+            skills: None,
+            loaded_skills: Vec::new(),
         }
     }
 
