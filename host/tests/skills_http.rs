@@ -7,6 +7,7 @@
 
 mod delegation_support;
 mod support {
+    pub mod captured_logs;
     pub mod harness_process;
 }
 
@@ -18,12 +19,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use delegation_support::*;
+use support::captured_logs::CapturedLogs;
 use support::harness_process::HARNESS;
 use tiny_harness::a2a::types::TaskState;
 use tiny_harness::config::Config;
 use tiny_harness::context::UNTRUSTED_PREAMBLE;
 use tiny_harness::model::{ChatMessage, ModelReply, ModelRequest, ToolCall};
-use tiny_harness::runtime::Runtime;
+use tiny_harness::runtime::{Runtime, load_skills};
 
 const BOOKKEEPING: &str = "---\nname: bookkeeping\ndescription: The ledger's rules for recording an entry.\nlicense: Apache-2.0\nmetadata:\n  owner: finance\n---\n# Bookkeeping\n\nEvery entry has a debit and a credit of the same amount.\n";
 const BOOKKEEPING_BODY: &str =
@@ -251,6 +253,40 @@ async fn a_skills_folder_the_operator_names_must_exist() {
             "skills.dirs[1]: {} does not exist; create it or remove it from skills.dirs",
             missing.display()
         )
+    );
+}
+
+#[test]
+fn a_long_description_is_cut_with_an_ellipsis_and_logged_once_at_warn() {
+    let long = format!(
+        "Rules for the books. {}",
+        "Always check the date. ".repeat(20)
+    );
+    let skills = skills_folder(&[(
+        "bookkeeping",
+        &format!("---\nname: bookkeeping\ndescription: {long}\n---\nbody\n"),
+    )]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, skills_config(skills.path())).unwrap();
+    let config = Config::load(&path).unwrap();
+    let (logs, _guard) = CapturedLogs::on_this_thread();
+    let catalog = load_skills(&config).unwrap();
+    let description = &catalog.get("bookkeeping").unwrap().description;
+    assert_eq!(description.chars().count(), 256);
+    assert!(
+        description.starts_with("Rules for the books. Always check the date.")
+            && description.ends_with('…'),
+        "{description}"
+    );
+    let text = logs.text();
+    let warnings: Vec<&str> = text.lines().filter(|l| l.contains(" WARN ")).collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(
+        warnings[0].contains("skills: description cut to 256 characters")
+            && warnings[0].contains("skill=bookkeeping"),
+        "{}",
+        warnings[0]
     );
 }
 

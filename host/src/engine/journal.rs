@@ -265,7 +265,7 @@ mod tests {
             effects,
         };
         let load = |name: &str| Effect::LoadSkill { name: name.into() };
-        let entries = vec![
+        let entries = [
             result("a", vec![load("style")]),
             result("b", vec![load("bookkeeping"), load("style")]),
             result(
