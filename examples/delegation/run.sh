@@ -102,10 +102,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The shipped configurations and scripts, copied so that their relative paths (the script, the
-# plugins folder, the store) resolve inside the temporary folder; only the ports change.
+# The shipped configurations, scripts and the ledger's skills, copied so that their relative
+# paths (the script, the plugins and skills folders, the store) resolve inside the temporary
+# folder; only the ports change.
 cp "$here"/ledger.toml "$here"/ledger-script.toml \
   "$here"/front-desk.toml "$here"/front-desk-script.toml "$work/"
+cp -R "$here/ledger" "$work/ledger"
 mkdir -p "$work/ledger-plugins"
 cp "$plugin_target/wasm32-wasip2/release/tiny_harness_example_ledger.wasm" \
   "$work/ledger-plugins/ledger.wasm"

@@ -47,7 +47,7 @@ fn benches(c: &mut Criterion) {
     let host = runtime
         .block_on(PluginHost::load(
             &PluginSettings::default(),
-            &prompt_context(&Config::default(), &roster),
+            &prompt_context(&Config::default(), &roster, &Default::default()),
         ))
         .expect("the builtin loads");
     let prompt = host.prompt().render();

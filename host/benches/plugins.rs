@@ -59,6 +59,7 @@ fn benches(c: &mut Criterion) {
                     &ToolContext {
                         record: &record,
                         call_id: &call.id,
+                        skills: &[],
                     },
                     &call,
                 )

@@ -10,7 +10,8 @@
 //! a restarted harness resumes each open task without repeating a recorded step.
 //!
 //! At start-up, [`agents`] fetches and checks the cards of the configured remote agents and
-//! builds the roster the model sees in the static prefix's `agents` section.
+//! builds the roster the model sees in the static prefix's `agents` section, and [`skills`] reads
+//! and checks the skills the model may load, listed in its `skills_index` section.
 
 pub mod a2a;
 pub mod agents;
@@ -22,5 +23,6 @@ pub mod model;
 pub mod operator;
 pub mod plugins;
 pub mod runtime;
+pub mod skills;
 pub mod store;
 pub mod tasks;

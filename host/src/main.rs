@@ -72,7 +72,10 @@ fn main() -> ExitCode {
             let is_config = err.downcast_ref::<StartError>().is_some_and(|e| {
                 matches!(
                     e,
-                    StartError::Config(_) | StartError::Model(_) | StartError::Plugin(_)
+                    StartError::Config(_)
+                        | StartError::Model(_)
+                        | StartError::Plugin(_)
+                        | StartError::Skill(_)
                 )
             }) || err
                 .downcast_ref::<tiny_harness::config::ConfigError>()

@@ -1,5 +1,6 @@
 //! What the operator commands print (`harness check`, `harness plugins`, `harness context`):
-//! each builds what `serve` would (model, agents, plugins) without serving, and reports it.
+//! each builds what `serve` would (model, agents, skills, plugins) without serving, and reports
+//! it.
 
 use std::fmt::Write;
 
@@ -7,7 +8,8 @@ use crate::agents::{Discovery, Registry, Roster, build_roster, own_card};
 use crate::config::Config;
 use crate::model::{build_model, build_models};
 use crate::plugins::PluginHost;
-use crate::runtime::{StartError, plugin_settings, prompt_context, render_context};
+use crate::runtime::{StartError, load_skills, plugin_settings, prompt_context, render_context};
+use crate::skills::Catalog;
 use crate::tasks::Delegators;
 
 /// The agents as `serve` would find them: every card fetched and checked.
@@ -24,12 +26,17 @@ async fn discover(config: &Config) -> (Discovery, Roster) {
     (discovery, roster)
 }
 
-async fn plugins(config: &Config, roster: &Roster) -> Result<PluginHost, StartError> {
-    Ok(PluginHost::load(&plugin_settings(config), &prompt_context(config, roster)).await?)
+async fn plugins(
+    config: &Config,
+    roster: &Roster,
+    skills: &Catalog,
+) -> Result<PluginHost, StartError> {
+    let context = prompt_context(config, roster, skills);
+    Ok(PluginHost::load(&plugin_settings(config), &context).await?)
 }
 
-/// `harness check`: the configuration, the model, the plugins, and which agents would be
-/// registered and why any would not.
+/// `harness check`: the configuration, the model, the plugins, the skills, and which agents
+/// would be registered and why any would not.
 pub async fn check(config: &Config) -> Result<String, StartError> {
     let model = build_model(
         &config.model,
@@ -44,7 +51,8 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
     )?;
     let delegators = Delegators::from_config(&config.server, |name| std::env::var(name).ok())?;
     let (discovery, roster) = discover(config).await;
-    let host = plugins(config, &roster).await?;
+    let skills = load_skills(config)?;
+    let host = plugins(config, &roster, &skills).await?;
     let source = config
         .source
         .as_ref()
@@ -102,6 +110,19 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
             plugin.tools.len()
         );
     }
+    if skills.is_empty() {
+        let _ = writeln!(out, "skills:        (none)");
+    }
+    for skill in skills.skills() {
+        let _ = writeln!(
+            out,
+            "skill:         {} from {} ({} bytes): {}",
+            skill.name,
+            skill.file.display(),
+            skill.body.len(),
+            skill.description
+        );
+    }
     let _ = writeln!(
         out,
         "card:          {} (self: this harness)",
@@ -141,7 +162,7 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
 /// `harness plugins`: each loaded plugin with the sections and tools it contributes.
 pub async fn plugin_list(config: &Config) -> Result<String, StartError> {
     let (_, roster) = discover(config).await;
-    let host = plugins(config, &roster).await?;
+    let host = plugins(config, &roster, &load_skills(config)?).await?;
     let mut out = String::new();
     for plugin in host.summaries() {
         let _ = writeln!(out, "{} — {} {}", plugin.file, plugin.name, plugin.version);
@@ -158,10 +179,12 @@ pub async fn plugin_list(config: &Config) -> Result<String, StartError> {
     Ok(out)
 }
 
-/// `harness context`: the static prefix exactly as the model receives it, and the tools.
+/// `harness context`: the static prefix exactly as the model receives it (the skills index
+/// included), and the tools.
 pub async fn context(config: &Config) -> Result<String, StartError> {
     let (_, roster) = discover(config).await;
-    let host = plugins(config, &roster).await?;
-    render_context(config, &host, &roster)
+    let skills = load_skills(config)?;
+    let host = plugins(config, &roster, &skills).await?;
+    render_context(config, &host, &roster, &skills)
         .map_err(|err| StartError::Serve(std::io::Error::other(err.to_string())))
 }

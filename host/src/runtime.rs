@@ -1,5 +1,6 @@
 //! Start-up: everything `harness serve` builds from a configuration, in order (store, model,
-//! agent registry and roster, system prompt and static prefix, engine, task service, server),
+//! agent registry and roster, skills, system prompt and static prefix, engine, task service,
+//! server),
 //! and the serve loop with its graceful shutdown.
 
 use std::collections::HashMap;
@@ -22,8 +23,9 @@ use crate::engine::{EmbeddedEngine, EngineSettings};
 use crate::model::{Model, ModelBuildError, Models, build_model, build_models};
 use crate::plugins::{
     AgentEntry, CallLimits, PluginError, PluginHost, PluginParticipant, PluginSettings,
-    PromptContext, SkillSummary,
+    PluginSkill, PromptContext, SkillSummary,
 };
+use crate::skills::{Catalog, SkillError};
 use crate::store::{Store, StoreError};
 use crate::tasks::creator::BriefRules;
 use crate::tasks::hub::TaskHub;
@@ -40,6 +42,8 @@ pub enum StartError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Plugin(#[from] PluginError),
+    #[error(transparent)]
+    Skill(#[from] SkillError),
     #[error("cannot listen on {addr}: {source} (set server.bind to a free address)")]
     Bind {
         addr: String,
@@ -65,6 +69,8 @@ pub struct Runtime {
     pub registry: Registry,
     /// What the model knows of each registered agent, as rendered in the `agents` section.
     pub roster: Roster,
+    /// The skills the model may load, read and checked at start-up.
+    pub skills: Arc<Catalog>,
     /// Creates, follows and cancels child tasks over A2A.
     pub children: Arc<Children>,
     /// Who may shape a new task's brief: `self` (this process's secret) and
@@ -119,11 +125,13 @@ impl Runtime {
         let store = Arc::new(Store::open(&config.resolve(&config.store.path))?);
         let hub = Arc::new(TaskHub::new(store.clone()));
         let (registry, roster) = discover_agents(&config).await;
-        let plugins =
-            PluginHost::load(&plugin_settings(&config), &prompt_context(&config, &roster)).await?;
-        let prefix = static_prefix(&config, &plugins, &roster);
+        let skills = Arc::new(load_skills(&config)?);
+        let context = prompt_context(&config, &roster, &skills);
+        let plugins = PluginHost::load(&plugin_settings(&config), &context).await?;
+        let prefix = static_prefix(&config, &plugins, &roster, &skills);
         let shared_registry = Arc::new(registry.clone());
         plugins.toolbox().attach_registry(shared_registry.clone());
+        plugins.toolbox().attach_skills(skills.clone());
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
@@ -139,6 +147,7 @@ impl Runtime {
             prefix.clone(),
             settings,
         );
+        engine.attach_skills(skills.clone());
         let children = Arc::new(Children::new(
             hub.clone(),
             shared_registry,
@@ -163,6 +172,7 @@ impl Runtime {
             prefix,
             registry,
             roster,
+            skills,
             children,
             delegators,
         })
@@ -303,11 +313,16 @@ fn agent_tokens(
 }
 
 /// The static prefix every model call of this harness starts with.
-pub fn static_prefix(config: &Config, plugins: &PluginHost, roster: &Roster) -> StaticPrefix {
+pub fn static_prefix(
+    config: &Config,
+    plugins: &PluginHost,
+    roster: &Roster,
+    skills: &Catalog,
+) -> StaticPrefix {
     StaticPrefix::build(
         &plugins.prompt().render(),
         &config.participants,
-        &[],
+        &skills.entries(),
         &render_agents_with_models(roster, &model_names(config)),
     )
 }
@@ -317,15 +332,22 @@ pub fn model_names(config: &Config) -> Vec<String> {
     config.models.keys().cloned().collect()
 }
 
+/// Reads and checks every skill of `[skills] dirs` (by default `skills` beside the
+/// configuration file, if it exists).
+pub fn load_skills(config: &Config) -> Result<Catalog, SkillError> {
+    Catalog::load(&config.skills.folders(|path| config.resolve(path)))
+}
+
 /// What `harness context` prints: the static prefix exactly as the model receives it, then each
 /// tool definition as the JSON sent beside it, sorted by name.
 pub fn render_context(
     config: &Config,
     plugins: &PluginHost,
     roster: &Roster,
+    skills: &Catalog,
 ) -> Result<String, serde_json::Error> {
     use crate::engine::ToolHost;
-    let prefix = static_prefix(config, plugins, roster);
+    let prefix = static_prefix(config, plugins, roster, skills);
     let mut out = String::new();
     out.push_str("=== static prefix (instructions) ===\n");
     out.push_str(prefix.as_str());
@@ -360,7 +382,7 @@ pub fn plugin_settings(config: &Config) -> PluginSettings {
 /// What plugins may know when they render: this harness's card, the roster, the standing
 /// participants and the skills index, all cleaned and capped by the host. Never URLs or
 /// configuration.
-pub fn prompt_context(config: &Config, roster: &Roster) -> PromptContext {
+pub fn prompt_context(config: &Config, roster: &Roster, skills: &Catalog) -> PromptContext {
     let entry = |e: &RosterEntry| AgentEntry {
         id: e.id.clone(),
         name: e.name.clone(),
@@ -387,16 +409,23 @@ pub fn prompt_context(config: &Config, roster: &Roster) -> PromptContext {
                 display_name: p.display_name.clone(),
             })
             .collect(),
-        skills: Vec::new(),
+        skills: skills
+            .skills()
+            .map(|s| PluginSkill {
+                name: s.name.clone(),
+                description: s.description.clone(),
+            })
+            .collect(),
     }
 }
 
-/// The prompt context of a harness with no remote agents: its own card only. For tests and
-/// benchmarks, which must not reach the network.
+/// The prompt context of a harness with no remote agents and no skills: its own card only. For
+/// tests and benchmarks, which must not reach the network or depend on the working directory.
 pub fn offline_prompt_context(config: &Config) -> PromptContext {
     let base_url = config.server.effective_base_url();
     let registry = Registry::new(own_card(&config.card, &base_url), &base_url);
-    prompt_context(config, &build_roster(&registry, config.roster.caps()))
+    let roster = build_roster(&registry, config.roster.caps());
+    prompt_context(config, &roster, &Catalog::default())
 }
 
 /// The configuration `serve` and `check` use: the file given, else `./config.toml` if present,
@@ -415,6 +444,41 @@ mod tests {
 
     fn config(text: &str) -> Config {
         Config::parse(text, Path::new("config.toml")).unwrap()
+    }
+
+    #[test]
+    fn plugins_read_the_skills_index_in_their_prompt_context() {
+        let skill = |name: &str, description: &str| crate::skills::Skill {
+            name: name.into(),
+            description: description.into(),
+            body: "body".into(),
+            file: format!("/skills/{name}/SKILL.md").into(),
+        };
+        let skills = Catalog::from_skills([
+            skill("style", "How replies are written."),
+            skill("bookkeeping", "The ledger's rules."),
+        ]);
+        let config = config("");
+        let base_url = config.server.effective_base_url();
+        let registry = Registry::new(own_card(&config.card, &base_url), &base_url);
+        let context = prompt_context(
+            &config,
+            &build_roster(&registry, config.roster.caps()),
+            &skills,
+        );
+        let listed: Vec<(String, String)> = context
+            .skills
+            .into_iter()
+            .map(|s| (s.name, s.description))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("bookkeeping".into(), "The ledger's rules.".into()),
+                ("style".into(), "How replies are written.".into())
+            ]
+        );
+        assert!(offline_prompt_context(&config).skills.is_empty());
     }
 
     #[test]

@@ -96,8 +96,9 @@ fn states_figure(answer: &str, figure: &str) -> bool {
     plain.contains(figure)
 }
 
-/// One of the example's configurations, made to run here: port 0, its script resolved against
-/// the example folder, its state (store, compile cache, plugins folder) in `dir`.
+/// One of the example's configurations, made to run here: port 0, its script and skills folders
+/// resolved against the example folder, its state (store, compile cache, plugins folder) in
+/// `dir`.
 fn example_config(name: &str, dir: &Path) -> toml::Table {
     let text = std::fs::read_to_string(example().join(format!("{name}.toml"))).unwrap();
     let mut config: toml::Table = toml::from_str(&text).unwrap();
@@ -130,6 +131,19 @@ fn example_config(name: &str, dir: &Path) -> toml::Table {
         plugins.insert("dir".into(), path_value(&folder));
     }
     config.insert("plugins".into(), plugins.into());
+    let mut skills = table(&config, "skills");
+    if let Some(dirs) = skills.get("dirs").and_then(|v| v.as_array()).cloned() {
+        let resolved: Vec<toml::Value> = dirs
+            .iter()
+            .map(|dir| {
+                let dir = example().join(dir.as_str().expect("a skills folder is a path"));
+                assert!(dir.is_dir(), "{} is missing", dir.display());
+                path_value(&dir)
+            })
+            .collect();
+        skills.insert("dirs".into(), resolved.into());
+        config.insert("skills".into(), skills.into());
+    }
     config
 }
 
@@ -462,6 +476,41 @@ async fn the_ledger_alone_answers_a_task_envelope_from_its_books() {
         .as_str()
         .unwrap_or_else(|| panic!("the ledger took no task: {response:#}"));
     check_ledger_task(&ledger, "user", id, Some((&name, &goal))).await;
+}
+
+#[test]
+fn the_ledgers_bookkeeping_skill_loads_and_check_lists_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "ledger", &example_config("ledger", dir.path()));
+    let output = Command::new(HARNESS)
+        .args(["check", "--config"])
+        .arg(&config)
+        .env("NO_COLOR", "1")
+        .env("FRONT_DESK_TOKEN", FRONT_DESK_TOKEN)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "harness check: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let file = example().join("ledger/skills/bookkeeping/SKILL.md");
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with("skill:"))
+        .unwrap_or_else(|| panic!("no skill listed: {stdout}"));
+    assert!(
+        line.starts_with(&format!("skill:         bookkeeping from {} (", file.display()))
+            && line.ends_with("The ledger's bookkeeping rules, how to read and state balances and invoices. Load it before answering a question about an account's money."),
+        "{line}"
+    );
+    // The ledger's script loads it before it looks a balance up.
+    let script = std::fs::read_to_string(example().join("ledger-script.toml")).unwrap();
+    let script: toml::Table = toml::from_str(&script).unwrap();
+    let first = &script["reply"][0]["tool_calls"][0];
+    assert_eq!(first["name"].as_str(), Some("load_skill"));
+    assert_eq!(first["arguments"]["name"].as_str(), Some("bookkeeping"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -59,6 +59,7 @@ async fn call(host: &PluginHost, name: &str, arguments: serde_json::Value) -> To
             &ToolContext {
                 record: &record(),
                 call_id: "c1",
+                skills: &[],
             },
             &ToolCall {
                 id: "c1".into(),

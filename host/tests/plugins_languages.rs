@@ -135,6 +135,7 @@ async fn call(host: &PluginHost, name: &str, arguments: Value) -> ToolOutcome {
             &ToolContext {
                 record: &record,
                 call_id: "c1",
+                skills: &[],
             },
             &ToolCall {
                 id: "c1".into(),

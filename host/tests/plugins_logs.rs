@@ -39,6 +39,7 @@ async fn call(host: &PluginHost, name: &str) -> ToolOutcome {
             &ToolContext {
                 record: &record,
                 call_id: "c1",
+                skills: &[],
             },
             &ToolCall {
                 id: "c1".into(),

@@ -6,6 +6,7 @@ mod card;
 mod defaults;
 #[cfg(test)]
 mod properties;
+mod skills;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use serde::Deserialize;
 
 pub use card::{CardConfig, CardSkillConfig, RosterConfig};
 pub use defaults::embedded_default;
+pub use skills::{DEFAULT_SKILLS_DIR, MAX_SKILL_DIRS, SkillFolder, SkillsConfig};
 pub use validate::SELF_AGENT_ID;
 
 /// Why configuration could not be used. `setting` is the dotted path of the offending key.
@@ -73,6 +75,9 @@ pub struct Config {
     /// How remote cards are fetched and capped for the model.
     #[serde(default)]
     pub roster: RosterConfig,
+    /// Where the skills the model may load are read from.
+    #[serde(default)]
+    pub skills: SkillsConfig,
     /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
     #[serde(skip)]
     pub source: Option<PathBuf>,

@@ -65,6 +65,7 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     validate_agents(config)?;
     super::card::validate_card(&config.card)?;
     super::card::validate_roster(&config.roster)?;
+    super::skills::validate_skills(&config.skills)?;
     validate_participants(config)
 }
 

@@ -245,6 +245,21 @@ mod tests {
     }
 
     #[test]
+    fn skills_index_golden() {
+        let entry = |name: &str, description: &str| SkillEntry {
+            name: name.into(),
+            description: description.into(),
+        };
+        assert_eq!(
+            render_skills_index(&[
+                entry("bookkeeping", "The ledger's rules for entries."),
+                entry("style", "How replies are written."),
+            ]),
+            "- bookkeeping: The ledger's rules for entries.\n- style: How replies are written."
+        );
+    }
+
+    #[test]
     fn empty_sections_say_so() {
         assert_eq!(render_participants(&[]), "(no participants)");
         assert_eq!(render_skills_index(&[]), "(no skills)");

@@ -13,6 +13,7 @@ use super::tools::ToolHost;
 use super::turn::{Shared, run_task};
 use crate::context::StaticPrefix;
 use crate::model::Models;
+use crate::skills::Catalog;
 use crate::store::StoreError;
 use crate::tasks::hub::TaskHub;
 
@@ -55,6 +56,7 @@ impl EmbeddedEngine {
                 tool_specs,
                 settings,
                 children: std::sync::OnceLock::new(),
+                skills: std::sync::OnceLock::new(),
             }),
             running: Arc::new(Mutex::new(HashMap::new())),
             shutdown: CancellationToken::new(),
@@ -68,6 +70,12 @@ impl EmbeddedEngine {
         let engine: Arc<dyn Engine> = self.clone();
         children.set_engine(Arc::downgrade(&engine));
         let _ = self.shared.children.set(children);
+    }
+
+    /// Connects the skill catalog: a loaded skill's body comes from it on every turn. Without it
+    /// no task has a `skill:{name}` section.
+    pub fn attach_skills(&self, skills: Arc<Catalog>) {
+        let _ = self.shared.skills.set(skills);
     }
 
     /// Starts a loop for every task the store holds open; returns how many.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::tools::Effect;
 use crate::context::HistoryItem;
 use crate::model::{ModelReply, ToolCall, Usage};
+use crate::skills::loading;
 
 /// One recorded step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,6 +78,8 @@ pub struct Replay {
     /// The tokens every recorded model call used (turns and summaries), as the providers
     /// reported them: what a token budget is checked against, the same after a restart.
     pub usage: Usage,
+    /// The skills loaded on the task, sorted by name: the recorded tool results' effects, folded.
+    skills: Vec<String>,
 }
 
 impl Replay {
@@ -152,8 +155,12 @@ impl Replay {
                 call_id,
                 name,
                 content,
+                effects,
                 ..
             } => {
+                for effect in effects {
+                    loading::fold(&mut self.skills, effect);
+                }
                 self.pending.retain(|call| &call.id != call_id);
                 self.items.push(HistoryItem::ToolResult {
                     call_id: call_id.clone(),
@@ -191,6 +198,11 @@ impl Replay {
     /// and its model has nothing to answer until news arrives.
     pub fn only_commands(&self) -> bool {
         self.commands > 0 && self.inputs == 0 && self.turn_calls == 0
+    }
+
+    /// The skills loaded on the task, sorted by name.
+    pub fn skills(&self) -> &[String] {
+        &self.skills
     }
 
     /// The next tool call that has no result yet.
@@ -281,6 +293,47 @@ mod tests {
         let replay = Replay::from_entries(&entries);
         assert_eq!(replay.usage, used(2_100, 170));
         assert_eq!(replay.usage.total(), 2_270);
+    }
+
+    #[test]
+    fn loaded_skills_are_folded_from_recorded_results_so_a_restart_keeps_them() {
+        let result = |id: &str, effects: Vec<Effect>| JournalEntry::ToolResult {
+            call_id: id.into(),
+            name: "load_skill".into(),
+            content: "ok".into(),
+            is_error: false,
+            effects,
+        };
+        let load = |name: &str| Effect::LoadSkill { name: name.into() };
+        let entries = [
+            result("a", vec![load("style")]),
+            result("b", vec![load("bookkeeping"), load("style")]),
+            result(
+                "c",
+                vec![Effect::UnloadSkill {
+                    name: "style".into(),
+                }],
+            ),
+        ];
+        // Stored as JSON and read back, as a restart reads the journal: the name, never a body.
+        let stored: Vec<String> = entries
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        assert!(
+            stored[0].contains(r#""effects":[{"effect":"load_skill","name":"style"}]"#),
+            "{}",
+            stored[0]
+        );
+        let read: Vec<JournalEntry> = stored
+            .iter()
+            .map(|s| serde_json::from_str(s).unwrap())
+            .collect();
+        assert_eq!(Replay::from_entries(&read).skills(), ["bookkeeping"]);
+        assert_eq!(
+            Replay::from_entries(&read[..2]).skills(),
+            ["bookkeeping", "style"]
+        );
     }
 
     #[test]

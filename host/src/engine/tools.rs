@@ -50,6 +50,11 @@ pub enum Effect {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         step: Option<String>,
     },
+    /// Put a skill's body in the task's context. The journal keeps the name, not the body: the
+    /// catalog holds each body once (`skills::loading::fold` applies it).
+    LoadSkill { name: String },
+    /// Take a loaded skill out of the task's context.
+    UnloadSkill { name: String },
 }
 
 impl Effect {
@@ -92,6 +97,8 @@ pub struct ToolContext<'a> {
     /// The model's id for this call: stable across a restart, so what the call creates
     /// elsewhere can be named by it and not created twice.
     pub call_id: &'a str,
+    /// The skills loaded on the task, as its journal says, sorted by name.
+    pub skills: &'a [String],
 }
 
 /// Provides the tools the model may call.

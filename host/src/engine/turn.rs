@@ -19,6 +19,7 @@ use crate::a2a::types::{
 use crate::context::compaction::{budget, is_over, split_point, summary_request};
 use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
 use crate::model::{Effort, Finish, Model, ModelError, Models, ToolSpec, TurnContext, TurnReply};
+use crate::skills::Catalog;
 use crate::store::{StoreError, Tx};
 use crate::tasks::extension::{Lifecycle, StepState};
 use crate::tasks::hub::{Change, TaskHub};
@@ -47,6 +48,8 @@ pub(crate) struct Shared {
     pub settings: EngineSettings,
     /// Creates and follows child tasks; attached once at start-up.
     pub children: OnceLock<Arc<Children>>,
+    /// The skills whose bodies loaded skills' sections hold; attached once at start-up.
+    pub skills: OnceLock<Arc<Catalog>>,
 }
 
 pub(super) enum Step {
@@ -149,6 +152,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         let context = ToolContext {
             record: &record,
             call_id: &call.id,
+            skills: replay.skills(),
         };
         let outcome = shared.tools.invoke(&context, &call).await;
         let entry = JournalEntry::ToolResult {
@@ -215,9 +219,14 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         .reasoning_effort
         .as_deref()
         .and_then(Effort::parse);
+    let skills = shared
+        .skills
+        .get()
+        .map(|catalog| catalog.sections(replay.skills()))
+        .unwrap_or_default();
     let input = TurnInput {
         record: &record,
-        skills: &[],
+        skills: &skills,
         summary: replay.summary.as_deref(),
         history: replay.live_history(),
         call_index: replay.turn_calls,
@@ -414,6 +423,8 @@ fn apply_effects(
                     }
                 }
             }
+            // A task's skills are its journal's: `Replay` folds these from the recorded result.
+            Effect::LoadSkill { .. } | Effect::UnloadSkill { .. } => {}
             Effect::SetRole {
                 participant_id,
                 role,

@@ -17,6 +17,7 @@ use crate::engine::children::brief::ChildBrief;
 use crate::engine::children::{Children, SpawnRequest};
 use crate::engine::effects::{self, StepRequest};
 use crate::engine::tools::{Effect, ToolError};
+use crate::skills::{Catalog, loading};
 use crate::tasks::extension::{Lifecycle, Role};
 use crate::tasks::record::TaskRecord;
 
@@ -45,6 +46,10 @@ pub struct CallState {
     /// is read from the model's own arguments, not from the plugin, so no plugin can pick a
     /// model the model did not ask for, and the plugin interface stays as it is.
     pub requested_model: Option<String>,
+    /// The skills `load_skill` may load; `None` where no catalog was attached (no skills).
+    pub skills: Option<Arc<Catalog>>,
+    /// The skills loaded on the task when the call began, sorted by name.
+    pub loaded_skills: Vec<String>,
 }
 
 impl CallState {
@@ -322,21 +327,33 @@ impl host::Host for StoreData {
     }
 
     async fn list_skills(&mut self) -> Vec<String> {
-        Vec::new()
+        let catalog = self.call.as_ref().and_then(|call| call.skills.clone());
+        catalog
+            .map(|catalog| {
+                catalog
+                    .skills()
+                    .map(|s| format!("{}: {}", s.name, s.description))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     async fn load_skill(&mut self, name: String) -> Result<String, WitToolError> {
-        Err(wit_error(
-            "skill.invalid",
-            format!("no skill named \"{name}\"; this harness has no skills"),
-        ))
+        let call = self.in_call()?;
+        let catalog = call.skills.clone().unwrap_or_default();
+        let loaded = loading::loaded_after(&call.loaded_skills, &call.effects);
+        let (skill, effect) = loading::load(&catalog, &loaded, &name).map_err(to_wit)?;
+        call.effects.extend(effect);
+        Ok(skill.body.clone())
     }
 
     async fn unload_skill(&mut self, name: String) -> Result<(), WitToolError> {
-        Err(wit_error(
-            "skill.invalid",
-            format!("skill \"{name}\" is not loaded"),
-        ))
+        let call = self.in_call()?;
+        let catalog = call.skills.clone().unwrap_or_default();
+        let loaded = loading::loaded_after(&call.loaded_skills, &call.effects);
+        let effect = loading::unload(&catalog, &loaded, &name).map_err(to_wit)?;
+        call.effects.push(effect);
+        Ok(())
     }
 }
 
@@ -363,6 +380,8 @@ mod tests {
             host: None,
             spawned: 0,
             requested_model: None,
+            skills: None,
+            loaded_skills: Vec::new(),
         }
     }
 

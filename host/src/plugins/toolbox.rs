@@ -21,6 +21,7 @@ use crate::engine::children::Children;
 use crate::engine::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
 use crate::log_field::escape;
 use crate::model::{ToolCall, ToolSpec};
+use crate::skills::Catalog;
 
 /// Tools one plugin may define.
 pub const MAX_TOOLS_PER_PLUGIN: usize = 64;
@@ -43,6 +44,8 @@ pub struct Toolbox {
     registry: std::sync::OnceLock<Arc<Registry>>,
     /// How children are created over A2A; attached once at start-up.
     children: std::sync::OnceLock<Arc<Children>>,
+    /// The skills `load_skill` may load; attached once at start-up.
+    skills: std::sync::OnceLock<Arc<Catalog>>,
     limits: CallLimits,
     /// Where every `invoke` runs, away from the threads that serve HTTP and drive tasks.
     threads: PluginThreads,
@@ -123,6 +126,7 @@ impl Toolbox {
             engine,
             registry: std::sync::OnceLock::new(),
             children: std::sync::OnceLock::new(),
+            skills: std::sync::OnceLock::new(),
             limits,
             threads,
             entries,
@@ -139,6 +143,12 @@ impl Toolbox {
     /// and reports delegation unavailable.
     pub fn attach_children(&self, children: Arc<Children>) {
         let _ = self.children.set(children);
+    }
+
+    /// Attaches the skills `list_skills`, `load_skill` and `unload_skill` answer from. Until
+    /// then there are none.
+    pub fn attach_skills(&self, skills: Arc<Catalog>) {
+        let _ = self.skills.set(skills);
     }
 
     /// The plugin file that provides a tool.
@@ -230,6 +240,8 @@ impl ToolHost for Toolbox {
                 .get("model")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            skills: self.skills.get().cloned(),
+            loaded_skills: context.skills.to_vec(),
         };
         let guest = GuestCall {
             engine: self.engine.clone(),
