@@ -148,7 +148,7 @@ async fn an_edit_of_a_missing_section_stops_start_up_naming_the_plugin() {
     let err = load(Some(dir.path())).await.err().unwrap();
     assert_eq!(
         err,
-        "prompt.invalid: plugin 30-bad.wasm: there is no section \"tone\" to extend; sections: role, task, participants, tools, skills, agents, rules"
+        "[prompt.invalid] plugin 30-bad.wasm: there is no section \"tone\" to extend; sections: role, task, participants, tools, skills, agents, rules"
     );
 }
 
@@ -158,7 +158,7 @@ async fn a_section_body_holding_a_host_tag_stops_start_up_naming_the_plugin_and_
     let err = load(Some(dir.path())).await.err().unwrap();
     assert_eq!(
         err,
-        "prompt.invalid: plugin 40-forged.wasm: section \"house\" contains \"</system_prompt>\", a tag the host uses; a plugin's section may not open or close one; to refer to a section, write its name without angle brackets (the task section)"
+        "[prompt.invalid] plugin 40-forged.wasm: section \"house\" contains \"</system_prompt>\", a tag the host uses; a plugin's section may not open or close one; to refer to a section, write its name without angle brackets (the task section)"
     );
 }
 

@@ -21,7 +21,7 @@ const MAX_QUOTED_CHARS: usize = 80;
 
 /// Why a plugin's edits were refused; shown as `prompt.invalid`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("prompt.invalid: plugin {plugin}: {message}")]
+#[error("[prompt.invalid] plugin {plugin}: {message}")]
 pub struct PromptError {
     pub plugin: String,
     pub message: String,
@@ -283,7 +283,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "prompt.invalid: plugin 20-bad.wasm: there is no section \"tone\" to extend; sections: role, rules"
+            "[prompt.invalid] plugin 20-bad.wasm: there is no section \"tone\" to extend; sections: role, rules"
         );
         assert_eq!(prompt, base(), "a refused plugin changes nothing");
     }
@@ -328,7 +328,7 @@ mod tests {
             assert_eq!(
                 err.to_string(),
                 format!(
-                    "prompt.invalid: plugin 40-forged.wasm: section \"{name}\" contains \"</system_prompt>\", a tag the host uses; a plugin's section may not open or close one; to refer to a section, write its name without angle brackets (the task section)"
+                    "[prompt.invalid] plugin 40-forged.wasm: section \"{name}\" contains \"</system_prompt>\", a tag the host uses; a plugin's section may not open or close one; to refer to a section, write its name without angle brackets (the task section)"
                 )
             );
             assert_eq!(prompt, base(), "a refused plugin changes nothing");
