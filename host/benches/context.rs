@@ -48,6 +48,7 @@ fn benches(c: &mut Criterion) {
         .block_on(PluginHost::load(
             &PluginSettings::default(),
             &prompt_context(&Config::default(), &roster, &Default::default()),
+            std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
         ))
         .expect("the builtin loads");
     let prompt = host.prompt().render();

@@ -35,7 +35,11 @@ fn benches(c: &mut Criterion) {
     let ctx = offline_prompt_context(&Config::default());
 
     let builtin = runtime
-        .block_on(PluginHost::load(&settings(None, None), &ctx))
+        .block_on(PluginHost::load(
+            &settings(None, None),
+            &ctx,
+            std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        ))
         .expect("builtin");
     let toolbox = builtin.toolbox();
     let record = TaskRecord {
@@ -94,6 +98,7 @@ fn benches(c: &mut Criterion) {
                             Some(cache.path().to_path_buf()),
                         ),
                         &ctx,
+                        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
                     ))
                     .expect("load")
             },
@@ -106,12 +111,20 @@ fn benches(c: &mut Criterion) {
         Some(warm_cache.path().to_path_buf()),
     );
     runtime
-        .block_on(PluginHost::load(&warm, &ctx))
+        .block_on(PluginHost::load(
+            &warm,
+            &ctx,
+            std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        ))
         .expect("prime");
     group.bench_function("from_compile_cache", |b| {
         b.iter(|| {
             runtime
-                .block_on(PluginHost::load(&warm, &ctx))
+                .block_on(PluginHost::load(
+                    &warm,
+                    &ctx,
+                    std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+                ))
                 .expect("load")
         })
     });

@@ -109,9 +109,8 @@ async fn main() {
     let runtime = Runtime::build_with_model(config, Arc::new(InstantModel))
         .await
         .expect("runtime");
-    let listener = runtime.bind().await.expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("address"));
-    tokio::spawn(runtime.serve(listener, std::future::pending()));
+    let url = format!("http://{}/", runtime.local_addr());
+    tokio::spawn(runtime.serve(std::future::pending()));
     let client = reqwest::Client::new();
 
     // Warm up both paths (connections, plugin instances, SQLite pages).

@@ -47,9 +47,8 @@ async fn main() {
     let runtime = Runtime::build(Config::load(&config_path).expect("config"))
         .await
         .expect("runtime");
-    let listener = runtime.bind().await.expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("address"));
-    tokio::spawn(runtime.serve(listener, std::future::pending()));
+    let url = format!("http://{}/", runtime.local_addr());
+    tokio::spawn(runtime.serve(std::future::pending()));
 
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(concurrency)

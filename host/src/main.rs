@@ -101,8 +101,7 @@ fn init_tracing() {
 async fn serve(config: Option<PathBuf>) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
     let runtime = Runtime::build(config).await?;
-    let listener = runtime.bind().await?;
-    runtime.serve(listener, shutdown_signal()).await?;
+    runtime.serve(shutdown_signal()).await?;
     Ok(())
 }
 

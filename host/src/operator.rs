@@ -3,9 +3,11 @@
 //! it.
 
 use std::fmt::Write;
+use std::sync::Arc;
 
 use crate::agents::{Discovery, Registry, Roster, build_roster, own_card};
 use crate::config::Config;
+use crate::engine::HostEffects;
 use crate::model::{build_model, build_models};
 use crate::plugins::PluginHost;
 use crate::runtime::{StartError, load_skills, plugin_settings, prompt_context, render_context};
@@ -32,7 +34,9 @@ async fn plugins(
     skills: &Catalog,
 ) -> Result<PluginHost, StartError> {
     let context = prompt_context(config, roster, skills);
-    Ok(PluginHost::load(&plugin_settings(config), &context).await?)
+    // Nothing is served here: the tools are listed, never called with a task.
+    let effects = Arc::new(HostEffects::offline());
+    Ok(PluginHost::load(&plugin_settings(config), &context, effects).await?)
 }
 
 /// `harness check`: the configuration, the model, the plugins, the skills, and which agents

@@ -19,7 +19,7 @@ use crate::agents::{
 use crate::config::{Config, ConfigError};
 use crate::context::StaticPrefix;
 use crate::engine::children::{ChildSettings, Children};
-use crate::engine::{EmbeddedEngine, EngineSettings};
+use crate::engine::{EmbeddedEngine, EngineParts, EngineSettings, HostEffects, wake_queue};
 use crate::model::{Model, ModelBuildError, Models, build_model, build_models};
 use crate::plugins::{
     AgentEntry, CallLimits, PluginError, PluginHost, PluginParticipant, PluginSettings,
@@ -56,6 +56,10 @@ pub enum StartError {
 /// A harness, built and ready to serve.
 pub struct Runtime {
     pub config: Config,
+    /// `server.bind`, bound first so that every part knows the base URL.
+    listener: TcpListener,
+    /// `server.base_url`, else `http://{the bound address}`.
+    base_url: String,
     pub store: Arc<Store>,
     pub tasks: Arc<Tasks>,
     pub engine: Arc<EmbeddedEngine>,
@@ -66,7 +70,7 @@ pub struct Runtime {
     pub plugins: PluginHost,
     pub prefix: StaticPrefix,
     /// `self` and the remote agents whose cards passed at start-up.
-    pub registry: Registry,
+    pub registry: Arc<Registry>,
     /// What the model knows of each registered agent, as rendered in the `agents` section.
     pub roster: Roster,
     /// The skills the model may load, read and checked at start-up.
@@ -122,16 +126,32 @@ impl Runtime {
                 crate::model::unconfigured::NO_MODEL_EXPLANATION
             );
         }
+        // Bound first: the base URL (port 0 picks one) is what children on `self` are sent to
+        // and what the card says, so every part below is built knowing it.
+        let listener = bind(&config.server.bind).await?;
+        let local = listener.local_addr().map_err(StartError::Serve)?;
+        let base_url = base_url(&config, local);
         let store = Arc::new(Store::open(&config.resolve(&config.store.path))?);
         let hub = Arc::new(TaskHub::new(store.clone()));
-        let (registry, roster) = discover_agents(&config).await;
+        let (registry, roster) = discover_agents(&config, &base_url).await;
+        let registry = Arc::new(registry);
         let skills = Arc::new(load_skills(&config)?);
+        let (wake_sender, wake_receiver) = wake_queue();
+        let children = Arc::new(Children::new(
+            hub.clone(),
+            registry.clone(),
+            child_settings(&config, delegators.self_secret(), agent_tokens),
+            &base_url,
+            wake_sender,
+        ));
+        let effects = Arc::new(HostEffects::new(
+            registry.clone(),
+            children.clone(),
+            skills.clone(),
+        ));
         let context = prompt_context(&config, &roster, &skills);
-        let plugins = PluginHost::load(&plugin_settings(&config), &context).await?;
+        let plugins = PluginHost::load(&plugin_settings(&config), &context, effects).await?;
         let prefix = static_prefix(&config, &plugins, &roster, &skills);
-        let shared_registry = Arc::new(registry.clone());
-        plugins.toolbox().attach_registry(shared_registry.clone());
-        plugins.toolbox().attach_skills(skills.clone());
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
@@ -140,29 +160,24 @@ impl Runtime {
             max_output_tokens: None,
             task_token_budget: config.limits.task_token_budget,
         };
-        let engine = EmbeddedEngine::new(
-            hub.clone(),
-            models.clone(),
-            plugins.toolbox(),
-            prefix.clone(),
+        let engine = EmbeddedEngine::start(EngineParts {
+            hub: hub.clone(),
+            models: models.clone(),
+            tools: plugins.toolbox(),
+            prefix: prefix.clone(),
             settings,
-        );
-        engine.attach_skills(skills.clone());
-        let children = Arc::new(Children::new(
-            hub.clone(),
-            shared_registry,
-            child_settings(&config, delegators.self_secret(), agent_tokens),
-        ));
-        plugins.toolbox().attach_children(children.clone());
-        engine.attach_children(children.clone());
+            children: Some((children.clone(), wake_receiver)),
+            skills: skills.clone(),
+        });
         let rules = BriefRules {
             models: model_names(&config),
             task_token_budget: config.limits.task_token_budget,
         };
-        let tasks = Arc::new(Tasks::with_rules(hub, rules));
-        tasks.set_engine(engine.clone());
+        let tasks = Arc::new(Tasks::with_rules(hub, engine.clone(), rules));
         Ok(Runtime {
             config,
+            listener,
+            base_url,
             store,
             tasks,
             engine,
@@ -178,15 +193,16 @@ impl Runtime {
         })
     }
 
-    /// Binds `server.bind`.
-    pub async fn bind(&self) -> Result<TcpListener, StartError> {
-        let addr = &self.config.server.bind;
-        TcpListener::bind(addr)
-            .await
-            .map_err(|source| StartError::Bind {
-                addr: addr.clone(),
-                source,
-            })
+    /// Where this harness listens (`server.bind`, bound when it was built).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has a local address")
+    }
+
+    /// The URL other agents reach this harness at: `server.base_url`, else the bound address.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
     }
 
     /// The card this harness serves, reachable at `base_url`: the default card with `[card]`
@@ -195,17 +211,14 @@ impl Runtime {
         own_card(&self.config.card, base_url)
     }
 
-    /// Resumes every open task, then serves on `listener` until `shutdown` resolves; in-flight
+    /// Resumes every open task, then serves until `shutdown` resolves; in-flight
     /// requests finish, task loops stop (to resume at the next start), and the store is closed.
     pub async fn serve(
-        mut self,
-        listener: TcpListener,
+        self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartError> {
-        let local = listener.local_addr().map_err(StartError::Serve)?;
-        let base_url = self.base_url(local);
-        self.registry.set_own_url(&base_url);
-        self.children.set_own_url(&base_url);
+        let local = self.local_addr();
+        let base_url = self.base_url.clone();
         let resumed = self.engine.resume_open()?;
         if resumed > 0 {
             tracing::info!(resumed, "resumed open tasks from the journal");
@@ -234,28 +247,39 @@ impl Runtime {
             tracing::info!("models.{name}: {model}");
         }
         let limits = ConnectionLimits::from_config(&self.config.server);
-        let result = serve(listener, router(state), limits, shutdown).await;
+        let result = serve(self.listener, router(state), limits, shutdown).await;
         self.engine.shutdown().await;
         self.children.shutdown().await;
         tracing::info!("stopped");
         result.map_err(StartError::Serve)
     }
+}
 
-    fn base_url(&self, local: SocketAddr) -> String {
-        match &self.config.server.base_url {
-            Some(url) => url.trim_end_matches('/').to_string(),
-            None => format!("http://{local}"),
-        }
+/// Binds `addr` (`server.bind`).
+async fn bind(addr: &str) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+/// `server.base_url`, else `http://{local}`: where other agents, and this harness's own
+/// children, reach it.
+fn base_url(config: &Config, local: SocketAddr) -> String {
+    match &config.server.base_url {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => format!("http://{local}"),
     }
 }
 
 /// Fetches and checks every configured agent's card (all at once) and builds the roster the
-/// model and the plugins see.
-pub async fn discover_agents(config: &Config) -> (Registry, Roster) {
-    let base_url = config.server.effective_base_url();
+/// model and the plugins see; this harness (`self`) is reached at `base_url`.
+pub async fn discover_agents(config: &Config, base_url: &str) -> (Registry, Roster) {
     let registry = Registry::discover(
-        own_card(&config.card, &base_url),
-        &base_url,
+        own_card(&config.card, base_url),
+        base_url,
         &config.agents,
         config.roster.card_timeout(),
     )

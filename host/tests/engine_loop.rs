@@ -45,6 +45,7 @@ async fn builtin_tools() -> Arc<dyn tiny_harness::engine::ToolHost> {
     let host = PluginHost::load(
         &PluginSettings::default(),
         &offline_prompt_context(&tiny_harness::config::Config::default()),
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
     )
     .await
     .expect("the builtin plugin loads");
@@ -70,8 +71,7 @@ async fn harness_with(
         StaticPrefix::build("PROMPT", &[], &[], "AGENTS"),
         settings,
     );
-    let tasks = Arc::new(Tasks::with_rules(hub, rules));
-    tasks.set_engine(engine.clone());
+    let tasks = Arc::new(Tasks::with_rules(hub, engine.clone(), rules));
     Harness {
         tasks,
         engine,

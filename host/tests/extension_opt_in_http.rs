@@ -37,14 +37,13 @@ impl Server {
         let path = dir.path().join("config.toml");
         std::fs::write(&path, text).unwrap();
         let runtime = Runtime::build(Config::load(&path).unwrap()).await.unwrap();
-        let listener = runtime.bind().await.unwrap();
-        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let base_url = format!("http://{}", runtime.local_addr());
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
             let stopped = async {
                 let _ = stopped.await;
             };
-            runtime.serve(listener, stopped).await.unwrap();
+            runtime.serve(stopped).await.unwrap();
         });
         Server {
             base_url,

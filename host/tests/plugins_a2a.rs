@@ -75,10 +75,9 @@ async fn start(
     let runtime = Runtime::build_with_model(Config::load(&config_path).unwrap(), model)
         .await
         .unwrap();
-    let listener = runtime.bind().await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let url = format!("http://{}/", runtime.local_addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(runtime.serve(listener, async {
+    tokio::spawn(runtime.serve(async {
         let _ = stopped.await;
     }));
     (url, dir, stop)

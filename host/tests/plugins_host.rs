@@ -36,9 +36,13 @@ fn settings(dir: Option<&std::path::Path>) -> PluginSettings {
 }
 
 async fn load(dir: Option<&std::path::Path>) -> Result<PluginHost, String> {
-    PluginHost::load(&settings(dir), &offline_prompt_context(&Config::default()))
-        .await
-        .map_err(|err| err.to_string())
+    PluginHost::load(
+        &settings(dir),
+        &offline_prompt_context(&Config::default()),
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .map_err(|err| err.to_string())
 }
 
 fn record() -> TaskRecord {
@@ -277,9 +281,13 @@ async fn a_spinning_plugin_does_not_stop_other_calls() {
     let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
     let mut long = settings(Some(dir.path()));
     long.limits.deadline = Duration::from_secs(5);
-    let host = PluginHost::load(&long, &offline_prompt_context(&Config::default()))
-        .await
-        .unwrap();
+    let host = PluginHost::load(
+        &long,
+        &offline_prompt_context(&Config::default()),
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
     let spin_done = std::sync::atomic::AtomicBool::new(false);
     let spin = async {
         let outcome = call(&host, "zoo_spin", json!({})).await;
@@ -308,14 +316,26 @@ async fn a_restart_loads_compiled_plugins_from_the_cache() {
     let mut with_cache = settings(Some(dir.path()));
     with_cache.cache_dir = Some(cache.path().to_path_buf());
     let ctx = offline_prompt_context(&Config::default());
-    let first = PluginHost::load(&with_cache, &ctx).await.unwrap();
+    let first = PluginHost::load(
+        &with_cache,
+        &ctx,
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
     assert!(
         first
             .summaries()
             .iter()
             .all(|s| s.cache == CacheOutcome::Miss)
     );
-    let second = PluginHost::load(&with_cache, &ctx).await.unwrap();
+    let second = PluginHost::load(
+        &with_cache,
+        &ctx,
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
     assert!(
         second
             .summaries()
@@ -350,7 +370,13 @@ async fn a_tampered_cache_file_is_recompiled_with_a_warning_naming_it_and_rewrit
     let mut with_cache = settings(Some(dir.path()));
     with_cache.cache_dir = Some(cache.path().to_path_buf());
     let ctx = offline_prompt_context(&Config::default());
-    PluginHost::load(&with_cache, &ctx).await.unwrap();
+    PluginHost::load(
+        &with_cache,
+        &ctx,
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
     let files = cache_files(cache.path());
     assert_eq!(files.len(), 2, "the builtin and zoo.wasm are cached");
     for file in &files {
@@ -361,7 +387,13 @@ async fn a_tampered_cache_file_is_recompiled_with_a_warning_naming_it_and_rewrit
     }
 
     let (logs, guard) = CapturedLogs::on_this_thread();
-    let second = PluginHost::load(&with_cache, &ctx).await.unwrap();
+    let second = PluginHost::load(
+        &with_cache,
+        &ctx,
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
     drop(guard);
     assert_eq!(outcomes(&second), [CacheOutcome::Miss, CacheOutcome::Miss]);
     let text = logs.text();
@@ -378,7 +410,13 @@ async fn a_tampered_cache_file_is_recompiled_with_a_warning_naming_it_and_rewrit
         call(&second, "zoo_echo", json!({})).await.text(),
         "echo: {}"
     );
-    let third = PluginHost::load(&with_cache, &ctx).await.unwrap();
+    let third = PluginHost::load(
+        &with_cache,
+        &ctx,
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         outcomes(&third),
         [CacheOutcome::Hit, CacheOutcome::Hit],
@@ -396,9 +434,13 @@ async fn a_cache_folder_others_can_write_is_not_used_and_the_plugins_still_load(
     with_cache.cache_dir = Some(cache.path().to_path_buf());
 
     let (logs, guard) = CapturedLogs::on_this_thread();
-    let host = PluginHost::load(&with_cache, &offline_prompt_context(&Config::default()))
-        .await
-        .unwrap();
+    let host = PluginHost::load(
+        &with_cache,
+        &offline_prompt_context(&Config::default()),
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
     drop(guard);
     assert_eq!(
         outcomes(&host),

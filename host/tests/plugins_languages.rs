@@ -74,6 +74,7 @@ fn built() -> &'static Built {
                 .block_on(PluginHost::load(
                     &settings,
                     &offline_prompt_context(&Config::default()),
+                    std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
                 ))
                 .expect("the example plugins load");
             eprintln!(
@@ -115,9 +116,13 @@ async fn load() -> PluginHost {
     let dir = folder();
     let mut settings = settings(built());
     settings.dir = Some(dir.path().to_path_buf());
-    PluginHost::load(&settings, &offline_prompt_context(&Config::default()))
-        .await
-        .unwrap_or_else(|err| panic!("the example plugins do not load: {err}"))
+    PluginHost::load(
+        &settings,
+        &offline_prompt_context(&Config::default()),
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap_or_else(|err| panic!("the example plugins do not load: {err}"))
 }
 
 async fn call(host: &PluginHost, name: &str, arguments: Value) -> ToolOutcome {
@@ -338,10 +343,9 @@ async fn each_example_plugin_tool_result_reaches_the_model_over_a2a() {
     let runtime = Runtime::build_with_model(Config::load(&config_path).unwrap(), model.clone())
         .await
         .unwrap();
-    let listener = runtime.bind().await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let url = format!("http://{}/", runtime.local_addr());
     let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(runtime.serve(listener, async {
+    tokio::spawn(runtime.serve(async {
         let _ = stopped.await;
     }));
 

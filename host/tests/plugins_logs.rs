@@ -68,9 +68,13 @@ async fn a_log_flood_with_forged_records_comes_out_capped_and_escaped() {
         dir_required: true,
         ..PluginSettings::default()
     };
-    let host = PluginHost::load(&settings, &offline_prompt_context(&Config::default()))
-        .await
-        .unwrap();
+    let host = PluginHost::load(
+        &settings,
+        &offline_prompt_context(&Config::default()),
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
 
     let before = logs.len();
     let started = Instant::now();

@@ -46,12 +46,11 @@ async fn start(script: &str, extra_config: &str) -> Server {
 async fn start_config(dir: tempfile::TempDir, path: &Path) -> Server {
     let config = Config::load(path).unwrap();
     let runtime = Runtime::build(config).await.unwrap();
-    let listener = runtime.bind().await.unwrap();
-    let base_url = format!("http://{}", listener.local_addr().unwrap());
+    let base_url = format!("http://{}", runtime.local_addr());
     let (stop, stopped) = oneshot::channel::<()>();
     let done = tokio::spawn(async move {
         runtime
-            .serve(listener, async {
+            .serve(async {
                 let _ = stopped.await;
             })
             .await

@@ -68,12 +68,11 @@ impl Harness {
         let runtime = Runtime::build_with_model_and_env(config, model, env)
             .await
             .unwrap();
-        let listener = runtime.bind().await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let addr = runtime.local_addr();
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
             runtime
-                .serve(listener, async {
+                .serve(async {
                     let _ = stopped.await;
                 })
                 .await

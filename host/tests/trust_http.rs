@@ -63,12 +63,11 @@ impl Server {
         let runtime = Runtime::build_with_model_and_env(config, model, env)
             .await
             .unwrap();
-        let listener = runtime.bind().await.unwrap();
-        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let base_url = format!("http://{}", runtime.local_addr());
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
             runtime
-                .serve(listener, async {
+                .serve(async {
                     let _ = stopped.await;
                 })
                 .await

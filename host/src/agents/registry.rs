@@ -147,14 +147,6 @@ impl Registry {
         std::iter::once(&self.own).chain(self.remote.values())
     }
 
-    /// Where this harness turned out to listen, once bound (`server.bind` may name port 0).
-    pub fn set_own_url(&mut self, base_url: &str) {
-        self.own.interface_url = base_url.to_string();
-        for interface in &mut self.own.card.supported_interfaces {
-            interface.url = base_url.to_string();
-        }
-    }
-
     /// Adds an agent whose card is already known to pass (tests and benchmarks).
     pub fn insert_checked(&mut self, id: &str, card: AgentCard) -> Result<(), CardProblem> {
         let interface_url = check_card(&card)?;
@@ -254,17 +246,5 @@ mod tests {
         for near in ["Ledger", " ledger", "ledger ", "SELF", "ledger\n"] {
             assert!(registry.resolve(Some(near)).is_err(), "{near:?}");
         }
-    }
-
-    #[test]
-    fn the_own_url_follows_the_bound_address() {
-        let mut registry = registry(&[]);
-        registry.set_own_url("http://127.0.0.1:4321");
-        let own = registry.resolve(None).unwrap();
-        assert_eq!(own.interface_url(), "http://127.0.0.1:4321");
-        assert_eq!(
-            own.card.supported_interfaces[0].url,
-            "http://127.0.0.1:4321"
-        );
     }
 }

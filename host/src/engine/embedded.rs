@@ -11,6 +11,7 @@ use super::Engine;
 use super::children::Children;
 use super::tools::ToolHost;
 use super::turn::{Shared, run_task};
+use super::wakeups::WakeReceiver;
 use crate::context::StaticPrefix;
 use crate::model::Models;
 use crate::skills::Catalog;
@@ -34,10 +35,24 @@ pub struct EmbeddedEngine {
     tracker: TaskTracker,
 }
 
+/// What an engine is built from.
+pub struct EngineParts {
+    pub hub: Arc<TaskHub>,
+    /// The default model, and the named ones a task's brief may choose.
+    pub models: Models,
+    pub tools: Arc<dyn ToolHost>,
+    pub prefix: StaticPrefix,
+    pub settings: EngineSettings,
+    /// What creates, follows and cancels child tasks, and the queue its followers wake parents
+    /// through; `None` where tasks have no children (tests of the loop alone).
+    pub children: Option<(Arc<Children>, WakeReceiver)>,
+    /// The skills whose bodies a task's loaded skills' sections hold.
+    pub skills: Arc<Catalog>,
+}
+
 impl EmbeddedEngine {
-    /// An engine over the hub, with the models (a default, and named ones a task's brief may
-    /// choose), the tools and the static prefix it will use for every task. Tool definitions
-    /// are read and sorted once, here.
+    /// An engine over the hub, with the models, the tools and the static prefix it will use for
+    /// every task, without children or skills. Tool definitions are read and sorted once, here.
     pub fn new(
         hub: Arc<TaskHub>,
         models: impl Into<Models>,
@@ -45,37 +60,67 @@ impl EmbeddedEngine {
         prefix: StaticPrefix,
         settings: EngineSettings,
     ) -> Arc<EmbeddedEngine> {
+        EmbeddedEngine::start(EngineParts {
+            hub,
+            models: models.into(),
+            tools,
+            prefix,
+            settings,
+            children: None,
+            skills: Arc::default(),
+        })
+    }
+
+    /// An engine from all its parts. With children, a task their followers ask to wake is
+    /// woken (its loop started again if it had stopped); call it inside the tokio runtime.
+    pub fn start(parts: EngineParts) -> Arc<EmbeddedEngine> {
+        let EngineParts {
+            hub,
+            models,
+            tools,
+            prefix,
+            settings,
+            children,
+            skills,
+        } = parts;
         let mut tool_specs = tools.definitions();
         tool_specs.sort_by(|a, b| a.name.cmp(&b.name));
-        Arc::new(EmbeddedEngine {
+        let (children, wakes) = match children {
+            Some((children, wakes)) => (Some(children), Some(wakes)),
+            None => (None, None),
+        };
+        let engine = Arc::new(EmbeddedEngine {
             shared: Arc::new(Shared {
                 hub,
-                models: models.into(),
+                models,
                 tools,
                 prefix,
                 tool_specs,
                 settings,
-                children: std::sync::OnceLock::new(),
-                skills: std::sync::OnceLock::new(),
+                children,
+                skills,
             }),
             running: Arc::new(Mutex::new(HashMap::new())),
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
-        })
-    }
-
-    /// Connects what creates, follows and cancels child tasks: the engine wakes a parent when
-    /// its child reports, and cancels a canceled task's open children.
-    pub fn attach_children(self: &Arc<Self>, children: Arc<Children>) {
-        let engine: Arc<dyn Engine> = self.clone();
-        children.set_engine(Arc::downgrade(&engine));
-        let _ = self.shared.children.set(children);
-    }
-
-    /// Connects the skill catalog: a loaded skill's body comes from it on every turn. Without it
-    /// no task has a `skill:{name}` section.
-    pub fn attach_skills(&self, skills: Arc<Catalog>) {
-        let _ = self.shared.skills.set(skills);
+        });
+        if let Some(WakeReceiver(mut wakes)) = wakes {
+            let weak = Arc::downgrade(&engine);
+            let stop = engine.shutdown.clone();
+            engine.tracker.spawn(async move {
+                loop {
+                    let id = tokio::select! {
+                        _ = stop.cancelled() => return,
+                        id = wakes.recv() => id,
+                    };
+                    let (Some(id), Some(engine)) = (id, weak.upgrade()) else {
+                        return;
+                    };
+                    Engine::wake(engine.as_ref(), &id);
+                }
+            });
+        }
+        engine
     }
 
     /// Starts a loop for every task the store holds open; returns how many.
@@ -148,7 +193,7 @@ impl Engine for EmbeddedEngine {
         if let Some(task) = lock(&self.running).remove(task_id) {
             task.stop.cancel();
         }
-        if let Some(children) = self.shared.children.get() {
+        if let Some(children) = &self.shared.children {
             children.cancel_open(task_id);
         }
     }

@@ -117,7 +117,7 @@ pub(super) async fn drain(
         for entry in &entries {
             replay.apply(entry);
         }
-        if let Some(children) = shared.children.get() {
+        if let Some(children) = shared.children.as_ref() {
             for link in &links {
                 children.follow(&record.id, link);
             }
@@ -177,7 +177,7 @@ async fn run_subtask_command(
             ),
         ));
     }
-    let Some(children) = shared.children.get() else {
+    let Some(children) = shared.children.as_ref() else {
         return Err(ToolError::new(
             "tool.unavailable",
             "sub-tasks are not available on this harness",

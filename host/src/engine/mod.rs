@@ -6,14 +6,18 @@ pub mod budget;
 pub mod children;
 pub mod effects;
 pub mod embedded;
+pub mod host_effects;
 mod inbox;
 pub mod journal;
 mod participant_task;
 pub mod tools;
 mod turn;
+pub mod wakeups;
 
-pub use embedded::{EmbeddedEngine, EngineSettings};
-pub use tools::{Effect, ToolContext, ToolError, ToolHost, ToolOutcome};
+pub use embedded::{EmbeddedEngine, EngineParts, EngineSettings};
+pub use host_effects::HostEffects;
+pub use tools::{ChildRequest, Effect, EffectPort, ToolContext, ToolError, ToolHost, ToolOutcome};
+pub use wakeups::{WakeReceiver, WakeSender, wake_queue};
 
 /// What the task service needs from an engine. The embedded engine runs loops in this process;
 /// a distributed engine would start workflows instead.

@@ -5,6 +5,8 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use super::children::brief::ChildBrief;
+use super::effects::StepRequest;
 use crate::model::{ToolCall, ToolSpec};
 use crate::tasks::extension::{Plan, Role, TaskLink};
 use crate::tasks::record::TaskRecord;
@@ -108,4 +110,78 @@ pub trait ToolHost: Send + Sync {
     fn definitions(&self) -> Vec<ToolSpec>;
     /// Runs one call. An unknown tool is `[tool.not_found]`; bad arguments `[tool.invalid_arguments]`.
     async fn invoke(&self, context: &ToolContext<'_>, call: &ToolCall) -> ToolOutcome;
+}
+
+/// A child a tool asks for: on `agent` (an id [`EffectPort::resolve_agent`] accepted), with
+/// `brief`, for the task `parent`, sent with `message_id` (chosen from the call, so a replayed
+/// call names the same child).
+#[derive(Debug, Clone)]
+pub struct ChildRequest {
+    pub parent: TaskRecord,
+    pub agent: String,
+    pub brief: ChildBrief,
+    pub message_id: String,
+}
+
+/// The port through which a tool asks for effects on the task whose call is in flight: plans and
+/// steps, questions to participants, roles, children, skills. The engine implements it
+/// ([`super::effects::HostEffects`]) and checks every request against the task as it is; the
+/// plugin host knows this trait and nothing else of the engine. Each check sees the effects the
+/// call has already asked for (`pending`), so a plan attached earlier in the same call counts.
+#[async_trait]
+pub trait EffectPort: Send + Sync {
+    /// A plan from the model's steps (`create_plan`).
+    fn attach_plan(&self, steps: &[StepRequest]) -> Result<Effect, ToolError>;
+    /// A step of the plan done, with its output.
+    fn complete_step(
+        &self,
+        task: &TaskRecord,
+        pending: &[Effect],
+        step: &str,
+        output: &str,
+    ) -> Result<Effect, ToolError>;
+    /// A question to one of the task's participants; the task then waits for the answer.
+    fn ask_participant(
+        &self,
+        task: &TaskRecord,
+        participant_id: &str,
+        question: &str,
+        options: &[String],
+    ) -> Result<Effect, ToolError>;
+    /// A participant's new role (an admin's call only).
+    fn set_participant_role(
+        &self,
+        task: &TaskRecord,
+        participant_id: &str,
+        role: &str,
+    ) -> Result<Effect, ToolError>;
+    /// Refuses a plan step the task's plan (with the pending effects) does not have.
+    fn check_step(
+        &self,
+        task: &TaskRecord,
+        pending: &[Effect],
+        step: &str,
+    ) -> Result<(), ToolError>;
+    /// The registered agent an id names (`None` or `self`: this harness), without any network:
+    /// an unknown id is `[agent.unknown]` with the valid ones.
+    fn resolve_agent(&self, agent: Option<&str>) -> Result<String, ToolError>;
+    /// Creates the child on its agent; the sub-task row for the parent.
+    async fn spawn_child(&self, request: ChildRequest) -> Result<TaskLink, ToolError>;
+    /// The skills index as `name: description` lines.
+    fn list_skills(&self) -> Vec<String>;
+    /// Loads a skill on a task that has `loaded` (pending effects included): its body, and the
+    /// effect to record (none when it was loaded already).
+    fn load_skill(
+        &self,
+        loaded: &[String],
+        pending: &[Effect],
+        name: &str,
+    ) -> Result<(String, Option<Effect>), ToolError>;
+    /// Unloads a loaded skill.
+    fn unload_skill(
+        &self,
+        loaded: &[String],
+        pending: &[Effect],
+        name: &str,
+    ) -> Result<Effect, ToolError>;
 }

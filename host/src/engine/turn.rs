@@ -2,7 +2,7 @@
 //! messages, run a pending tool call, compact, call the model, finish), and records it in one
 //! transaction with the task's new state before the next step begins.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -46,10 +46,10 @@ pub(crate) struct Shared {
     /// The tool definitions, sorted by name, as sent on every turn.
     pub tool_specs: Vec<ToolSpec>,
     pub settings: EngineSettings,
-    /// Creates and follows child tasks; attached once at start-up.
-    pub children: OnceLock<Arc<Children>>,
-    /// The skills whose bodies loaded skills' sections hold; attached once at start-up.
-    pub skills: OnceLock<Arc<Catalog>>,
+    /// Creates and follows child tasks; `None` where tasks have no children (tests).
+    pub children: Option<Arc<Children>>,
+    /// The skills whose bodies loaded skills' sections hold.
+    pub skills: Arc<Catalog>,
 }
 
 pub(super) enum Step {
@@ -219,11 +219,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         .reasoning_effort
         .as_deref()
         .and_then(Effort::parse);
-    let skills = shared
-        .skills
-        .get()
-        .map(|catalog| catalog.sections(replay.skills()))
-        .unwrap_or_default();
+    let skills = shared.skills.sections(replay.skills());
     let input = TurnInput {
         record: &record,
         skills: &skills,
@@ -288,14 +284,14 @@ fn cancel_children_of_failed(shared: &Shared, id: &str) {
         shared.hub.store().task(id),
         Ok(Some(record)) if matches!(record.state(), TaskState::Failed | TaskState::Rejected)
     );
-    if failed && let Some(children) = shared.children.get() {
+    if failed && let Some(children) = shared.children.as_ref() {
         children.cancel_open(id);
     }
 }
 
 /// Starts following the children a tool call just created.
 fn follow_new_children(shared: &Shared, parent: &str, effects: &[Effect]) {
-    let Some(children) = shared.children.get() else {
+    let Some(children) = shared.children.as_ref() else {
         return;
     };
     for effect in effects {

@@ -12,12 +12,10 @@ use tokio_util::task::AbortOnDropHandle;
 use super::bindings::host::{self, Level, StepInput, SubtaskBrief, SubtaskRef};
 use super::bindings::types::{self, ToolError as WitToolError};
 use super::sandbox::StoreData;
-use crate::agents::{Registry, SELF_ID, UnknownAgent};
+use crate::agents::SELF_ID;
 use crate::engine::children::brief::ChildBrief;
-use crate::engine::children::{Children, SpawnRequest};
-use crate::engine::effects::{self, StepRequest};
-use crate::engine::tools::{Effect, ToolError};
-use crate::skills::{Catalog, loading};
+use crate::engine::effects::StepRequest;
+use crate::engine::tools::{ChildRequest, Effect, EffectPort, ToolError};
 use crate::tasks::extension::{Lifecycle, Role};
 use crate::tasks::record::TaskRecord;
 
@@ -32,10 +30,8 @@ pub struct CallState {
     /// The model's id of the call, which names the children it creates.
     pub call_id: String,
     pub effects: Vec<Effect>,
-    /// `None` where no registry was attached: then only `self` is known.
-    pub registry: Option<Arc<Registry>>,
-    /// `None` where children cannot be created (tools run outside a server).
-    pub children: Option<Arc<Children>>,
+    /// What checks and makes every effect: the engine's side of the port.
+    pub port: Arc<dyn EffectPort>,
     /// The runtime that asked for the call (the engine's): where the host's own network work
     /// runs. `None` outside a runtime, where no child can be created.
     pub host: Option<Handle>,
@@ -46,8 +42,6 @@ pub struct CallState {
     /// is read from the model's own arguments, not from the plugin, so no plugin can pick a
     /// model the model did not ask for, and the plugin interface stays as it is.
     pub requested_model: Option<String>,
-    /// The skills `load_skill` may load; `None` where no catalog was attached (no skills).
-    pub skills: Option<Arc<Catalog>>,
     /// The skills loaded on the task when the call began, sorted by name.
     pub loaded_skills: Vec<String>,
 }
@@ -125,17 +119,17 @@ impl StoreData {
     /// host's, not the guest's: it does not count against the call's deadline.
     async fn create_child(
         &mut self,
-        children: Arc<Children>,
         agent: String,
         brief: ChildBrief,
         step: Option<String>,
     ) -> Result<SubtaskRef, WitToolError> {
-        let (record, message_id, host) = {
+        let (record, message_id, host, port) = {
             let call = self.in_call()?;
             (
                 call.record.clone(),
                 call.next_message_id(),
                 call.host.clone(),
+                call.port.clone(),
             )
         };
         let Some(host) = host else {
@@ -146,13 +140,13 @@ impl StoreData {
         };
         let agent_id = agent.clone();
         let spawn = async move {
-            let request = SpawnRequest {
-                parent: &record,
-                agent: Some(&agent),
+            let request = ChildRequest {
+                parent: record,
+                agent,
                 brief,
                 message_id,
             };
-            children.spawn(request).await
+            port.spawn_child(request).await
         };
         let link = {
             let _waiting = self.host_wait.begin();
@@ -179,13 +173,12 @@ impl StoreData {
 }
 
 /// Refuses a step the plan (as the call's earlier effects leave it) does not have.
-fn check_step(
-    record: &TaskRecord,
-    pending: &[Effect],
-    step: Option<&str>,
-) -> Result<(), WitToolError> {
+fn check_step(call: &CallState, step: Option<&str>) -> Result<(), WitToolError> {
     match step {
-        Some(step) => effects::check_step(record, pending, step).map_err(to_wit),
+        Some(step) => call
+            .port
+            .check_step(&call.record, &call.effects, step)
+            .map_err(to_wit),
         None => Ok(()),
     }
 }
@@ -206,14 +199,19 @@ impl host::Host for StoreData {
                 depends_on: s.depends_on,
             })
             .collect();
-        let plan = effects::plan_from_steps(&requests).map_err(to_wit)?;
-        let ids = plan.steps.iter().map(|s| s.id.clone()).collect();
-        self.effect(|_, _| Ok(Effect::AttachPlan { plan }))?;
+        let port = self.in_call()?.port.clone();
+        let effect = port.attach_plan(&requests).map_err(to_wit)?;
+        let ids = match &effect {
+            Effect::AttachPlan { plan } => plan.steps.iter().map(|s| s.id.clone()).collect(),
+            _ => Vec::new(),
+        };
+        self.effect(|_, _| Ok(effect))?;
         Ok(ids)
     }
 
     async fn complete_step(&mut self, step: String, output: String) -> Result<(), WitToolError> {
-        self.effect(|record, pending| effects::complete_step(record, pending, &step, &output))
+        let port = self.in_call()?.port.clone();
+        self.effect(|record, pending| port.complete_step(record, pending, &step, &output))
     }
 
     async fn ask_participant(
@@ -222,34 +220,21 @@ impl host::Host for StoreData {
         question: String,
         options: Vec<String>,
     ) -> Result<(), WitToolError> {
-        self.effect(|record, _| {
-            effects::ask_participant(record, &participant_id, &question, &options)
-        })
+        let port = self.in_call()?.port.clone();
+        self.effect(|record, _| port.ask_participant(record, &participant_id, &question, &options))
     }
 
     async fn spawn_subtask(&mut self, brief: SubtaskBrief) -> Result<SubtaskRef, WitToolError> {
-        let (children, request) = {
+        let request = {
             let call = self.in_call()?;
             // The host checks the id itself, whatever the plugin did: an unknown id (a guess, a
             // URL, an id copied from a message) fails here, before anything is created or
             // contacted.
-            let agent = brief.agent.as_deref();
-            let resolved = match &call.registry {
-                Some(registry) => registry.resolve(agent).map(|a| a.id.clone()),
-                None => match agent {
-                    None => Ok(SELF_ID.to_string()),
-                    Some(id) if id == SELF_ID => Ok(SELF_ID.to_string()),
-                    Some(id) => Err(UnknownAgent::new(id, vec![SELF_ID.to_string()])),
-                },
-            };
-            let agent = resolved.map_err(|unknown| wit_error(unknown.code(), unknown.message()))?;
-            check_step(&call.record, &call.effects, brief.step.as_deref())?;
-            let Some(children) = call.children.clone() else {
-                return Err(wit_error(
-                    "tool.unavailable",
-                    format!("delegation to {agent} is not available where this tool runs"),
-                ));
-            };
+            let agent = call
+                .port
+                .resolve_agent(brief.agent.as_deref())
+                .map_err(to_wit)?;
+            check_step(call, brief.step.as_deref())?;
             let child = ChildBrief {
                 name: brief.name,
                 goal: brief.goal,
@@ -259,10 +244,10 @@ impl host::Host for StoreData {
                 lifecycle: Lifecycle::Agent,
                 model: call.requested_model.clone(),
             };
-            (children, (agent, child, brief.step))
+            (agent, child, brief.step)
         };
         let (agent, child, step) = request;
-        self.create_child(children, agent, child, step).await
+        self.create_child(agent, child, step).await
     }
 
     async fn create_task_for_participant(
@@ -273,7 +258,7 @@ impl host::Host for StoreData {
         acceptance_criteria: Vec<String>,
         step: Option<String>,
     ) -> Result<SubtaskRef, WitToolError> {
-        let (children, child) = {
+        let child = {
             let call = self.in_call()?;
             if call.record.ext.participant(&participant_id).is_none() {
                 return Err(wit_error(
@@ -281,13 +266,7 @@ impl host::Host for StoreData {
                     format!("{participant_id} is not a participant of this task"),
                 ));
             }
-            check_step(&call.record, &call.effects, step.as_deref())?;
-            let Some(children) = call.children.clone() else {
-                return Err(wit_error(
-                    "tool.unavailable",
-                    "participant tasks are not available where this tool runs",
-                ));
-            };
+            check_step(call, step.as_deref())?;
             // The child's participants are the parent's, the one asked as its assignee: they
             // can all see it, and the assignee's reply is its answer.
             let participants = call
@@ -303,7 +282,7 @@ impl host::Host for StoreData {
                     p
                 })
                 .collect();
-            let child = ChildBrief {
+            ChildBrief {
                 name,
                 goal,
                 description: None,
@@ -311,11 +290,9 @@ impl host::Host for StoreData {
                 participants,
                 lifecycle: Lifecycle::Participant,
                 model: None,
-            };
-            (children, child)
+            }
         };
-        self.create_child(children, SELF_ID.to_string(), child, step)
-            .await
+        self.create_child(SELF_ID.to_string(), child, step).await
     }
 
     async fn set_participant_role(
@@ -323,35 +300,33 @@ impl host::Host for StoreData {
         participant_id: String,
         role: String,
     ) -> Result<(), WitToolError> {
-        self.effect(|record, _| effects::set_participant_role(record, &participant_id, &role))
+        let port = self.in_call()?.port.clone();
+        self.effect(|record, _| port.set_participant_role(record, &participant_id, &role))
     }
 
     async fn list_skills(&mut self) -> Vec<String> {
-        let catalog = self.call.as_ref().and_then(|call| call.skills.clone());
-        catalog
-            .map(|catalog| {
-                catalog
-                    .skills()
-                    .map(|s| format!("{}: {}", s.name, s.description))
-                    .collect()
-            })
-            .unwrap_or_default()
+        match &self.call {
+            Some(call) => call.port.list_skills(),
+            None => Vec::new(),
+        }
     }
 
     async fn load_skill(&mut self, name: String) -> Result<String, WitToolError> {
         let call = self.in_call()?;
-        let catalog = call.skills.clone().unwrap_or_default();
-        let loaded = loading::loaded_after(&call.loaded_skills, &call.effects);
-        let (skill, effect) = loading::load(&catalog, &loaded, &name).map_err(to_wit)?;
+        let (body, effect) = call
+            .port
+            .load_skill(&call.loaded_skills, &call.effects, &name)
+            .map_err(to_wit)?;
         call.effects.extend(effect);
-        Ok(skill.body.clone())
+        Ok(body)
     }
 
     async fn unload_skill(&mut self, name: String) -> Result<(), WitToolError> {
         let call = self.in_call()?;
-        let catalog = call.skills.clone().unwrap_or_default();
-        let loaded = loading::loaded_after(&call.loaded_skills, &call.effects);
-        let effect = loading::unload(&catalog, &loaded, &name).map_err(to_wit)?;
+        let effect = call
+            .port
+            .unload_skill(&call.loaded_skills, &call.effects, &name)
+            .map_err(to_wit)?;
         call.effects.push(effect);
         Ok(())
     }
@@ -375,12 +350,10 @@ mod tests {
             },
             call_id: call_id.to_string(),
             effects: Vec::new(),
-            registry: None,
-            children: None,
+            port: Arc::new(crate::engine::HostEffects::offline()),
             host: None,
             spawned: 0,
             requested_model: None,
-            skills: None,
             loaded_skills: Vec::new(),
         }
     }

@@ -33,6 +33,7 @@ pub use sandbox::CallLimits;
 pub use threads::THREAD_NAME_PREFIX;
 pub use toolbox::Toolbox;
 
+use crate::engine::EffectPort;
 use crate::log_field::escape_capped;
 use cache::CompileCache;
 use loader::LoadedPlugin;
@@ -108,6 +109,7 @@ impl PluginHost {
     pub async fn load(
         settings: &PluginSettings,
         ctx: &PromptContext,
+        port: Arc<dyn EffectPort>,
     ) -> Result<PluginHost, PluginError> {
         let engine = sandbox::engine().map_err(|err| PluginError::Engine(format!("{err:#}")))?;
         let linker =
@@ -133,7 +135,13 @@ impl PluginHost {
         }
         let threads = PluginThreads::start(settings.threads, settings.max_concurrent_calls)
             .map_err(|err| PluginError::Engine(format!("its threads did not start: {err}")))?;
-        let toolbox = Arc::new(Toolbox::new(engine, settings.limits, threads, &plugins)?);
+        let toolbox = Arc::new(Toolbox::new(
+            engine,
+            settings.limits,
+            threads,
+            &plugins,
+            port,
+        )?);
         Ok(PluginHost {
             plugins,
             prompt,

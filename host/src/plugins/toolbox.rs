@@ -16,12 +16,9 @@ use super::host_api::CallState;
 use super::loader::LoadedPlugin;
 use super::sandbox::CallLimits;
 use super::threads::PluginThreads;
-use crate::agents::Registry;
-use crate::engine::children::Children;
-use crate::engine::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
+use crate::engine::tools::{Effect, EffectPort, ToolContext, ToolHost, ToolOutcome};
 use crate::log_field::escape;
 use crate::model::{ToolCall, ToolSpec};
-use crate::skills::Catalog;
 
 /// Tools one plugin may define.
 pub const MAX_TOOLS_PER_PLUGIN: usize = 64;
@@ -40,12 +37,8 @@ struct Entry {
 /// Every plugin's tools.
 pub struct Toolbox {
     engine: Engine,
-    /// The agents `spawn_subtask` may name; attached once at start-up.
-    registry: std::sync::OnceLock<Arc<Registry>>,
-    /// How children are created over A2A; attached once at start-up.
-    children: std::sync::OnceLock<Arc<Children>>,
-    /// The skills `load_skill` may load; attached once at start-up.
-    skills: std::sync::OnceLock<Arc<Catalog>>,
+    /// Every effect a tool asks for goes through it: the engine checks and makes it.
+    port: Arc<dyn EffectPort>,
     limits: CallLimits,
     /// Where every `invoke` runs, away from the threads that serve HTTP and drive tasks.
     threads: PluginThreads,
@@ -60,6 +53,7 @@ impl Toolbox {
         limits: CallLimits,
         threads: PluginThreads,
         plugins: &[Arc<LoadedPlugin>],
+        port: Arc<dyn EffectPort>,
     ) -> Result<Toolbox, PluginError> {
         let mut entries: HashMap<String, Entry> = HashMap::new();
         let mut specs = Vec::new();
@@ -124,31 +118,12 @@ impl Toolbox {
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Toolbox {
             engine,
-            registry: std::sync::OnceLock::new(),
-            children: std::sync::OnceLock::new(),
-            skills: std::sync::OnceLock::new(),
+            port,
             limits,
             threads,
             entries,
             specs,
         })
-    }
-
-    /// Attaches the registry agent ids are checked against. Until then only `self` is known.
-    pub fn attach_registry(&self, registry: Arc<Registry>) {
-        let _ = self.registry.set(registry);
-    }
-
-    /// Attaches what creates children over A2A. Until then `spawn_subtask` checks the agent id
-    /// and reports delegation unavailable.
-    pub fn attach_children(&self, children: Arc<Children>) {
-        let _ = self.children.set(children);
-    }
-
-    /// Attaches the skills `list_skills`, `load_skill` and `unload_skill` answer from. Until
-    /// then there are none.
-    pub fn attach_skills(&self, skills: Arc<Catalog>) {
-        let _ = self.skills.set(skills);
     }
 
     /// The plugin file that provides a tool.
@@ -232,15 +207,13 @@ impl ToolHost for Toolbox {
             record: context.record.clone(),
             call_id: context.call_id.to_string(),
             effects: Vec::new(),
-            registry: self.registry.get().cloned(),
-            children: self.children.get().cloned(),
+            port: self.port.clone(),
             host: tokio::runtime::Handle::try_current().ok(),
             spawned: 0,
             requested_model: arguments
                 .get("model")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            skills: self.skills.get().cloned(),
             loaded_skills: context.skills.to_vec(),
         };
         let guest = GuestCall {

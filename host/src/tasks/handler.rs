@@ -1,7 +1,7 @@
 //! [`Tasks`], the harness's answer to every protocol request about tasks: who may see a task,
 //! how a message creates (once per message id) or continues one, and what a brief may set.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
@@ -26,7 +26,7 @@ pub const MAX_PAGE_SIZE: usize = 100;
 /// The task service over the hub and an engine.
 pub struct Tasks {
     hub: Arc<TaskHub>,
-    engine: OnceLock<Arc<dyn Engine>>,
+    engine: Arc<dyn Engine>,
     /// The models a new brief may name and the budget every new task gets.
     rules: BriefRules,
 }
@@ -39,31 +39,16 @@ impl From<StoreError> for TaskError {
 }
 
 impl Tasks {
-    /// A service over the hub, with no named models and no token budget. Connect the engine
-    /// with [`Tasks::set_engine`] before serving.
-    pub fn new(hub: Arc<TaskHub>) -> Tasks {
-        Tasks::with_rules(hub, BriefRules::default())
+    /// A service over the hub whose tasks `engine` works, with no named models and no token
+    /// budget.
+    pub fn new(hub: Arc<TaskHub>, engine: Arc<dyn Engine>) -> Tasks {
+        Tasks::with_rules(hub, engine, BriefRules::default())
     }
 
-    /// A service over the hub whose new briefs are checked against `rules`.
-    pub fn with_rules(hub: Arc<TaskHub>, rules: BriefRules) -> Tasks {
-        Tasks {
-            hub,
-            engine: OnceLock::new(),
-            rules,
-        }
-    }
-
-    /// Connects the engine that works the tasks. The engine needs the hub and the service needs
-    /// the engine, so one of the two is set after construction.
-    pub fn set_engine(&self, engine: Arc<dyn Engine>) {
-        let _ = self.engine.set(engine);
-    }
-
-    fn engine(&self) -> Result<&Arc<dyn Engine>, TaskError> {
-        self.engine
-            .get()
-            .ok_or_else(|| TaskError::Internal("no engine is connected".to_string()))
+    /// A service over the hub whose tasks `engine` works and whose new briefs are checked
+    /// against `rules`.
+    pub fn with_rules(hub: Arc<TaskHub>, engine: Arc<dyn Engine>, rules: BriefRules) -> Tasks {
+        Tasks { hub, engine, rules }
     }
 
     /// The task if the caller may see it; not found otherwise, so existence does not leak.
@@ -184,7 +169,7 @@ impl Tasks {
             return self.existing(&existing);
         }
         let subscription = self.subscription(&id, None)?;
-        self.engine()?.start(&id);
+        self.engine.start(&id);
         Ok(subscription)
     }
 
@@ -225,7 +210,7 @@ impl Tasks {
         })?;
         match outcome {
             Change::Applied(record, ()) => {
-                self.engine()?.wake(&id);
+                self.engine.wake(&id);
                 Ok(Subscription {
                     snapshot: self.render(&record, None, true)?,
                     events,
@@ -355,7 +340,7 @@ impl TaskService for Tasks {
         })?;
         match outcome {
             Change::Applied(record, ()) => {
-                self.engine()?.cancel(id);
+                self.engine.cancel(id);
                 self.render(&record, None, true)
             }
             Change::Terminal(record) => Err(TaskError::NotCancelable {

@@ -216,12 +216,11 @@ impl Node {
         })
         .await
         .unwrap();
-        let listener = runtime.bind().await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let url = format!("http://{}", runtime.local_addr());
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
             runtime
-                .serve(listener, async {
+                .serve(async {
                     let _ = stopped.await;
                 })
                 .await

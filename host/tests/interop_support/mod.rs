@@ -34,14 +34,13 @@ impl Harness {
         let path = dir.path().join("config.toml");
         std::fs::write(&path, text).unwrap();
         let runtime = Runtime::build(Config::load(&path).unwrap()).await.unwrap();
-        let listener = runtime.bind().await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
+        let base = format!("http://{}", runtime.local_addr());
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
             let shutdown = async {
                 let _ = stopped.await;
             };
-            runtime.serve(listener, shutdown).await.unwrap();
+            runtime.serve(shutdown).await.unwrap();
         });
         Harness {
             base,

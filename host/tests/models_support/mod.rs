@@ -113,12 +113,11 @@ impl Harness {
         let config = Config::load(&path).unwrap();
         let env = |name: &str| (name == TOKEN_ENV).then(|| TOKEN.to_string());
         let runtime = Runtime::build_with_env(config, env).await.unwrap();
-        let listener = runtime.bind().await.unwrap();
-        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let base_url = format!("http://{}", runtime.local_addr());
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
             runtime
-                .serve(listener, async {
+                .serve(async {
                     let _ = stopped.await;
                 })
                 .await

@@ -10,7 +10,7 @@ mod follower;
 pub mod report;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -18,9 +18,9 @@ use tokio_util::task::TaskTracker;
 
 use self::brief::{ChildBrief, Delivery, child_message};
 use self::report::ChildNews;
-use super::Engine;
 use super::budget;
 use super::tools::ToolError;
+use super::wakeups::WakeSender;
 use crate::a2a::client::{A2aClient, ClientError};
 use crate::a2a::types::{
     SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
@@ -79,9 +79,11 @@ pub struct Children {
     hub: Arc<TaskHub>,
     registry: Arc<Registry>,
     settings: ChildSettings,
-    /// Where this harness listens, once it does (`server.bind` may name port 0).
-    own_url: OnceLock<String>,
-    engine: OnceLock<Weak<dyn Engine>>,
+    /// Where this harness is reached: its base URL, known once it listens (`server.bind` may
+    /// name port 0, so the runtime binds first).
+    own_url: String,
+    /// Where a parent with news is woken: the engine reads the other end.
+    wakes: WakeSender,
     clients: Mutex<HashMap<String, Arc<A2aClient>>>,
     /// One follower per open child, by child task id.
     followers: Mutex<HashMap<String, CancellationToken>>,
@@ -94,7 +96,16 @@ pub struct Children {
 
 impl Children {
     /// Children of tasks in `hub`, sent to the agents of `registry`.
-    pub fn new(hub: Arc<TaskHub>, registry: Arc<Registry>, settings: ChildSettings) -> Children {
+    /// Children of tasks in `hub`, sent to the agents of `registry`; `own_url` is where this
+    /// harness listens (its children on `self` go there), and a parent with news is woken
+    /// through `wakes`.
+    pub fn new(
+        hub: Arc<TaskHub>,
+        registry: Arc<Registry>,
+        settings: ChildSettings,
+        own_url: &str,
+        wakes: WakeSender,
+    ) -> Children {
         Children {
             redactor: Redactor::new(
                 std::iter::once(&settings.self_secret).chain(settings.tokens.values()),
@@ -102,24 +113,13 @@ impl Children {
             hub,
             registry,
             settings,
-            own_url: OnceLock::new(),
-            engine: OnceLock::new(),
+            own_url: own_url.trim_end_matches('/').to_string(),
+            wakes,
             clients: Mutex::new(HashMap::new()),
             followers: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
             tracker: TaskTracker::new(),
         }
-    }
-
-    /// Where this harness is reached, once it listens. Until then a child on `self` cannot be
-    /// created.
-    pub fn set_own_url(&self, base_url: &str) {
-        let _ = self.own_url.set(base_url.trim_end_matches('/').to_string());
-    }
-
-    /// The engine to wake when a child's news arrives.
-    pub fn set_engine(&self, engine: Weak<dyn Engine>) {
-        let _ = self.engine.set(engine);
     }
 
     /// The agents children may be sent to.
@@ -346,11 +346,7 @@ impl Children {
                 .map(|note| self.redactor.mask_only(note)),
         };
         match report::record(&self.hub, parent, child, agent, &news) {
-            Ok(true) => {
-                if let Some(engine) = self.engine.get().and_then(Weak::upgrade) {
-                    engine.wake(parent);
-                }
-            }
+            Ok(true) => self.wakes.wake(parent),
             Ok(false) => {}
             Err(err) => {
                 tracing::error!(%parent, %child, "cannot record the sub-task's news: {err}")
@@ -394,12 +390,7 @@ impl Children {
             .resolve(Some(agent))
             .map_err(|unknown| ToolError::new(unknown.code(), unknown.message()))?;
         let url = if agent == SELF_ID {
-            self.own_url.get().cloned().ok_or_else(|| {
-                ToolError::new(
-                    "subtask.unavailable",
-                    "this harness is not listening yet, so it cannot give itself a sub-task",
-                )
-            })?
+            self.own_url.clone()
         } else {
             registered.interface_url().to_string()
         };
