@@ -83,7 +83,6 @@ fn benches(c: &mut Criterion) {
                         skills: &[],
                         summary: None,
                         history: black_box(&items),
-                        call_index: turns,
                     },
                 );
                 black_box(estimate_tokens(&request))

@@ -373,7 +373,7 @@ async fn a_restarted_engine_resumes_from_the_journal_without_repeating_a_recorde
     .unwrap();
     let task = h2.tasks.get_task(&caller(), &id, None).await.unwrap();
     assert_eq!(task.status.state, TaskState::Completed);
-    let indices: Vec<usize> = second.requests().iter().map(|r| r.call_index).collect();
+    let indices = second.turns();
     assert_eq!(indices, [1], "only the unrecorded call is made again");
 }
 

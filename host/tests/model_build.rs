@@ -37,7 +37,6 @@ fn request() -> ModelRequest {
         messages: Vec::new(),
         tools: Vec::new(),
         max_output_tokens: None,
-        call_index: 0,
         purpose: Default::default(),
     }
 }

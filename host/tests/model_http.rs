@@ -212,7 +212,6 @@ fn conversation() -> ModelRequest {
             parameters: json!({"type": "object", "properties": {"a": {"type": "number"}}}),
         }],
         max_output_tokens: None,
-        call_index: 1,
         purpose: Purpose::Turn,
     }
 }

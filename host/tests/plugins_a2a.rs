@@ -32,7 +32,12 @@ impl Model for ZooModel {
     }
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         self.requests.lock().unwrap().push(request.clone());
-        if request.call_index == 0 {
+        // The first turn: no tool has answered yet.
+        if !request
+            .messages
+            .iter()
+            .any(|m| matches!(m, ChatMessage::Tool { .. }))
+        {
             let ChatMessage::User { content } = &request.messages[1] else {
                 return Err(ModelError::InvalidResponse("no user message".into()));
             };

@@ -78,7 +78,6 @@ pub fn summary_request(
         }],
         tools: Vec::new(),
         max_output_tokens,
-        call_index: 0,
         purpose: Purpose::Summary,
     }
 }

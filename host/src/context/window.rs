@@ -120,7 +120,6 @@ pub struct TurnInput<'a> {
     /// The summary of compacted history, if any.
     pub summary: Option<&'a str>,
     pub history: &'a [HistoryItem],
-    pub call_index: usize,
 }
 
 /// The per-task sections, in order: each `skill:{name}`, `task`, `plan`, `state_summary`. Their
@@ -161,7 +160,6 @@ pub fn assemble(
         messages,
         tools: tools.to_vec(),
         max_output_tokens,
-        call_index: input.call_index,
         purpose: Purpose::Turn,
     }
 }
@@ -236,7 +234,6 @@ mod tests {
             skills: &skills,
             summary: None,
             history: &[],
-            call_index: 0,
         });
         assert_eq!(
             text,
@@ -269,7 +266,6 @@ mod tests {
                 skills: &[],
                 summary: None,
                 history: &history,
-                call_index: 0,
             },
         );
         let ChatMessage::User { content } = &request.messages[0] else {

@@ -225,7 +225,6 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         skills: &skills,
         summary: replay.summary.as_deref(),
         history: replay.live_history(),
-        call_index: replay.turn_calls,
     };
     let settings = &shared.settings;
     let request = assemble(
@@ -249,6 +248,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         task_id: id,
         message_id: message_id.as_deref(),
         effort,
+        turn: replay.turn_calls,
     };
     let TurnReply { reply, finish } = model.complete_turn(&request, &turn).await?;
     let usage = replay.usage.plus(reply.usage);

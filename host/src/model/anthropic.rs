@@ -350,7 +350,6 @@ mod tests {
             messages,
             tools: Vec::new(),
             max_output_tokens: None,
-            call_index: 0,
             purpose: Default::default(),
         }
     }

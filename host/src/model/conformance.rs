@@ -275,7 +275,6 @@ mod tests {
             messages: Vec::new(),
             tools: Vec::new(),
             max_output_tokens: None,
-            call_index: 0,
             purpose,
         }
     }
@@ -285,6 +284,7 @@ mod tests {
             task_id: "t",
             message_id: Some(message_id),
             effort: None,
+            turn: 0,
         };
         ConformanceModel::new()
             .complete_turn(&request(Purpose::Turn), &context)
@@ -379,6 +379,7 @@ mod tests {
             task_id: "t",
             message_id: None,
             effort: None,
+            turn: 0,
         };
         let model = ConformanceModel::new();
         let reply = model

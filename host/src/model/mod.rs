@@ -98,9 +98,6 @@ pub struct ModelRequest {
     /// Sorted by name.
     pub tools: Vec<ToolSpec>,
     pub max_output_tokens: Option<u32>,
-    /// How many turn calls this task has already recorded; the scripted model plays its script
-    /// from this position, so a resumed task continues where it stopped.
-    pub call_index: usize,
     pub purpose: Purpose,
 }
 
@@ -147,6 +144,9 @@ pub struct TurnContext<'a> {
     pub message_id: Option<&'a str>,
     /// How hard to reason, when the task's trusted creator chose it.
     pub effort: Option<Effort>,
+    /// How many turn calls the task has recorded before this one: where a scripted model plays
+    /// its script from, so a resumed task continues at the right reply.
+    pub turn: usize,
 }
 
 /// The state a final reply leaves its task in.

@@ -258,7 +258,6 @@ mod tests {
             }],
             tools: Vec::new(),
             max_output_tokens: None,
-            call_index: 0,
             purpose: Default::default(),
         }
     }

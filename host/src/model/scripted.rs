@@ -11,7 +11,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall, Usage};
+use super::{
+    Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall, TurnContext, TurnReply, Usage,
+};
 
 /// Why a script could not be loaded. Every message names the file, and the dotted key where
 /// there is one, so a typo in a demo script is found without reading the parser.
@@ -221,24 +223,15 @@ fn locate(err: &serde_path_to_error::Error<toml::de::Error>) -> (String, String)
     (key, message)
 }
 
-#[async_trait]
-impl Model for ScriptedModel {
-    fn describe(&self) -> String {
-        format!("scripted {}", self.path.display())
-    }
-
-    fn context_window(&self) -> Option<usize> {
-        self.context_window
-    }
-
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+impl ScriptedModel {
+    /// Reply `index` of the script; a summary request gets a fixed summary.
+    async fn play(&self, request: &ModelRequest, index: usize) -> Result<ModelReply, ModelError> {
         if request.purpose == Purpose::Summary {
             return Ok(ModelReply {
                 text: format!("Summary of {} earlier messages.", request.messages.len()),
                 ..ModelReply::default()
             });
         }
-        let index = request.call_index;
         let reply = self.replies.get(index).ok_or(ModelError::ScriptExhausted {
             index,
             len: self.replies.len(),
@@ -263,6 +256,36 @@ impl Model for ScriptedModel {
                 input_tokens: reply.usage.input_tokens,
                 output_tokens: reply.usage.output_tokens,
             },
+        })
+    }
+}
+
+#[async_trait]
+impl Model for ScriptedModel {
+    fn describe(&self) -> String {
+        format!("scripted {}", self.path.display())
+    }
+
+    fn context_window(&self) -> Option<usize> {
+        self.context_window
+    }
+
+    /// A call without a turn's context (a summary, or a caller that is no task) plays the
+    /// script from its start.
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        self.play(request, 0).await
+    }
+
+    /// A task's turn plays the reply at the task's recorded turn count, so a resumed task
+    /// continues where it stopped.
+    async fn complete_turn(
+        &self,
+        request: &ModelRequest,
+        turn: &TurnContext<'_>,
+    ) -> Result<TurnReply, ModelError> {
+        Ok(TurnReply {
+            reply: self.play(request, turn.turn).await?,
+            finish: None,
         })
     }
 }
@@ -296,7 +319,7 @@ usage = { input_tokens = 1200, output_tokens = 30 }
         file
     }
 
-    fn request(call_index: usize, purpose: Purpose) -> ModelRequest {
+    fn request(purpose: Purpose) -> ModelRequest {
         ModelRequest {
             instructions: String::new(),
             messages: vec![
@@ -309,17 +332,30 @@ usage = { input_tokens = 1200, output_tokens = 30 }
             ],
             tools: Vec::new(),
             max_output_tokens: None,
-            call_index,
             purpose,
         }
     }
 
+    async fn turn(model: &ScriptedModel, turn: usize) -> ModelReply {
+        let context = TurnContext {
+            task_id: "t",
+            message_id: None,
+            effort: None,
+            turn,
+        };
+        model
+            .complete_turn(&request(Purpose::Turn), &context)
+            .await
+            .unwrap()
+            .reply
+    }
+
     #[tokio::test]
-    async fn each_call_index_plays_its_own_reply() {
+    async fn each_turn_plays_its_own_reply() {
         let file = write(SCRIPT);
         let model = ScriptedModel::load(file.path()).unwrap();
         assert_eq!(model.len(), 2);
-        let first = model.complete(&request(0, Purpose::Turn)).await.unwrap();
+        let first = turn(&model, 0).await;
         assert_eq!(first.text, "Let me plan.");
         assert_eq!(first.tool_calls[0].id, "call_0_0");
         assert_eq!(first.tool_calls[1].id, "call_0_1");
@@ -327,7 +363,7 @@ usage = { input_tokens = 1200, output_tokens = 30 }
         assert_eq!(arguments["steps"][0]["name"], "Look up");
         assert_eq!(arguments["when"], "1979-05-27");
         assert_eq!(first.tool_calls[1].arguments, "{not json");
-        let second = model.complete(&request(1, Purpose::Turn)).await.unwrap();
+        let second = turn(&model, 1).await;
         assert_eq!(second.text, "Done: 42.");
         assert!(second.tool_calls.is_empty());
         assert_eq!(
@@ -348,10 +384,7 @@ usage = { input_tokens = 1200, output_tokens = 30 }
     async fn a_call_past_the_end_reports_the_script_exhausted() {
         let file = write(SCRIPT);
         let model = ScriptedModel::load(file.path()).unwrap();
-        let err = model
-            .complete(&request(2, Purpose::Turn))
-            .await
-            .unwrap_err();
+        let err = model.play(&request(Purpose::Turn), 2).await.unwrap_err();
         assert!(matches!(
             err,
             ModelError::ScriptExhausted { index: 2, len: 2 }
@@ -362,7 +395,7 @@ usage = { input_tokens = 1200, output_tokens = 30 }
     async fn a_summary_request_does_not_use_the_script() {
         let file = write(SCRIPT);
         let model = ScriptedModel::load(file.path()).unwrap();
-        let reply = model.complete(&request(9, Purpose::Summary)).await.unwrap();
+        let reply = model.play(&request(Purpose::Summary), 9).await.unwrap();
         assert_eq!(reply.text, "Summary of 2 earlier messages.");
         assert!(reply.tool_calls.is_empty());
     }
@@ -372,11 +405,11 @@ usage = { input_tokens = 1200, output_tokens = 30 }
         let file = write(SCRIPT);
         let model = ScriptedModel::load(file.path()).unwrap();
         let started = std::time::Instant::now();
-        model.complete(&request(1, Purpose::Turn)).await.unwrap();
+        model.play(&request(Purpose::Turn), 1).await.unwrap();
         assert!(started.elapsed() >= Duration::from_millis(150));
         let cut_short = tokio::time::timeout(
             Duration::from_millis(20),
-            model.complete(&request(1, Purpose::Turn)),
+            model.play(&request(Purpose::Turn), 1),
         )
         .await;
         assert!(cut_short.is_err(), "dropping the call cancels the delay");
@@ -407,19 +440,19 @@ usage = { input_tokens = 1200, output_tokens = 30 }
              [[reply]]\ntext = \"Front desk: {{last_note}}\"\n",
         );
         let model = ScriptedModel::load(file.path()).unwrap();
-        let mut first = request(0, Purpose::Turn);
+        let mut first = request(Purpose::Turn);
         first.messages.push(ChatMessage::Tool {
             call_id: "call_0_0".into(),
             name: "account_balance".into(),
             content: untrusted("tool", "12480.50 EUR"),
         });
-        let reply = model.complete(&first).await.unwrap();
+        let reply = model.play(&first, 0).await.unwrap();
         assert_eq!(reply.text, "Ledger: 12480.50 EUR");
-        let mut second = request(1, Purpose::Turn);
+        let mut second = request(Purpose::Turn);
         second.messages.push(ChatMessage::User {
             content: untrusted("agent", "Sub-task t on ledger is COMPLETED: 12480.50 EUR"),
         });
-        let reply = model.complete(&second).await.unwrap();
+        let reply = model.play(&second, 1).await.unwrap();
         assert_eq!(
             reply.text,
             "Front desk: Sub-task t on ledger is COMPLETED: 12480.50 EUR"

@@ -52,7 +52,6 @@ mod tests {
             messages: Vec::new(),
             tools: Vec::new(),
             max_output_tokens: None,
-            call_index: 0,
             purpose: Default::default(),
         };
         let err = model.complete(&request).await.unwrap_err();

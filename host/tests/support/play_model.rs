@@ -1,4 +1,4 @@
-//! A model double for tests: plays `replies[call_index]`, answers summary requests with a fixed
+//! A model double for tests: plays `replies[turn]`, answers summary requests with a fixed
 //! summary, and records every request it receives.
 #![allow(dead_code)]
 
@@ -6,15 +6,20 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tiny_harness::model::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall};
+use tiny_harness::model::{
+    Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall, TurnContext, TurnReply,
+};
 
-/// Plays `replies[call_index]`; a summary request gets a fixed summary.
+/// Plays `replies[turn]` (the task's recorded turn count); a summary request gets a fixed
+/// summary.
 pub struct PlayModel {
     replies: Vec<ModelReply>,
     delay: Duration,
     /// Past the last reply, wait forever instead of failing (a call in flight at a crash).
     hang_past_end: bool,
     requests: Mutex<Vec<ModelRequest>>,
+    /// The turn each turn request was made at.
+    turns: Mutex<Vec<usize>>,
 }
 
 impl PlayModel {
@@ -24,6 +29,7 @@ impl PlayModel {
             delay: Duration::ZERO,
             hang_past_end: false,
             requests: Mutex::new(Vec::new()),
+            turns: Mutex::new(Vec::new()),
         })
     }
 
@@ -33,6 +39,7 @@ impl PlayModel {
             delay: Duration::ZERO,
             hang_past_end: true,
             requests: Mutex::new(Vec::new()),
+            turns: Mutex::new(Vec::new()),
         })
     }
 
@@ -42,11 +49,17 @@ impl PlayModel {
             delay,
             hang_past_end: false,
             requests: Mutex::new(Vec::new()),
+            turns: Mutex::new(Vec::new()),
         })
     }
 
     pub fn requests(&self) -> Vec<ModelRequest> {
         self.requests.lock().unwrap().clone()
+    }
+
+    /// The turn each turn call was made at, in order.
+    pub fn turns(&self) -> Vec<usize> {
+        self.turns.lock().unwrap().clone()
     }
 }
 
@@ -59,19 +72,37 @@ impl Model for PlayModel {
         None
     }
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        self.play(request, 0).await
+    }
+
+    async fn complete_turn(
+        &self,
+        request: &ModelRequest,
+        turn: &TurnContext<'_>,
+    ) -> Result<TurnReply, ModelError> {
+        self.turns.lock().unwrap().push(turn.turn);
+        Ok(TurnReply {
+            reply: self.play(request, turn.turn).await?,
+            finish: None,
+        })
+    }
+}
+
+impl PlayModel {
+    async fn play(&self, request: &ModelRequest, index: usize) -> Result<ModelReply, ModelError> {
         self.requests.lock().unwrap().push(request.clone());
         tokio::time::sleep(self.delay).await;
         if request.purpose == Purpose::Summary {
             return Ok(reply("SUMMARY-OF-EARLIER-WORK"));
         }
-        if self.hang_past_end && request.call_index >= self.replies.len() {
+        if self.hang_past_end && index >= self.replies.len() {
             std::future::pending::<()>().await;
         }
         self.replies
-            .get(request.call_index)
+            .get(index)
             .cloned()
             .ok_or(ModelError::ScriptExhausted {
-                index: request.call_index,
+                index,
                 len: self.replies.len(),
             })
     }
