@@ -16,10 +16,10 @@ use crate::a2a::types::AgentCard;
 use crate::agents::{
     Registry, Roster, RosterEntry, build_roster, own_card, render_agents_with_models,
 };
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, EngineKind};
 use crate::context::StaticPrefix;
 use crate::engine::children::{ChildSettings, Children};
-use crate::engine::{EmbeddedEngine, EngineParts, EngineSettings, HostEffects, wake_queue};
+use crate::engine::{EmbeddedEngine, Engine, EngineParts, EngineSettings, HostEffects, wake_queue};
 use crate::model::{Model, ModelBuildError, Models, build_model, build_models};
 use crate::plugins::{
     AgentEntry, CallLimits, PluginError, PluginHost, PluginParticipant, PluginSettings,
@@ -51,6 +51,9 @@ pub enum StartError {
     },
     #[error("server error: {0}")]
     Serve(std::io::Error),
+    #[cfg(feature = "temporal")]
+    #[error(transparent)]
+    Temporal(#[from] crate::engine::temporal::TemporalError),
 }
 
 /// A harness, built and ready to serve.
@@ -62,7 +65,8 @@ pub struct Runtime {
     base_url: String,
     pub store: Arc<Store>,
     pub tasks: Arc<Tasks>,
-    pub engine: Arc<EmbeddedEngine>,
+    /// The embedded engine, or the Temporal one (`[engine] kind`).
+    pub engine: Arc<dyn Engine>,
     /// `[model]`, the default.
     pub model: Arc<dyn Model>,
     /// The default and every `[models.NAME]`.
@@ -160,7 +164,7 @@ impl Runtime {
             max_output_tokens: None,
             task_token_budget: config.limits.task_token_budget,
         };
-        let engine = EmbeddedEngine::start(EngineParts {
+        let parts = EngineParts {
             hub: hub.clone(),
             models: models.clone(),
             tools: plugins.toolbox(),
@@ -168,7 +172,8 @@ impl Runtime {
             settings,
             children: Some((children.clone(), wake_receiver)),
             skills: skills.clone(),
-        });
+        };
+        let engine = start_engine(&config, parts).await?;
         let rules = BriefRules {
             models: model_names(&config),
             task_token_budget: config.limits.task_token_budget,
@@ -252,6 +257,36 @@ impl Runtime {
         self.children.shutdown().await;
         tracing::info!("stopped");
         result.map_err(StartError::Serve)
+    }
+}
+
+/// The engine `[engine] kind` names, from its parts.
+async fn start_engine(config: &Config, parts: EngineParts) -> Result<Arc<dyn Engine>, StartError> {
+    match config.engine.kind {
+        EngineKind::Embedded => Ok(EmbeddedEngine::start(parts)),
+        #[cfg(feature = "temporal")]
+        EngineKind::Temporal => {
+            let temporal = &config.engine.temporal;
+            let settings = crate::engine::temporal::TemporalSettings {
+                address: temporal.address.clone(),
+                namespace: temporal.namespace.clone(),
+                task_queue: temporal.task_queue.clone(),
+            };
+            let engine = crate::engine::temporal::TemporalEngine::start(parts, settings).await?;
+            tracing::info!(
+                address = %temporal.address,
+                namespace = %temporal.namespace,
+                task_queue = %temporal.task_queue,
+                "tasks run as Temporal workflows"
+            );
+            Ok(engine)
+        }
+        // Refused when the configuration was checked; said again rather than run embedded.
+        #[cfg(not(feature = "temporal"))]
+        EngineKind::Temporal => Err(StartError::Config(ConfigError::invalid(
+            "engine.kind",
+            "\"temporal\" needs a harness built with the cargo feature `temporal`",
+        ))),
     }
 }
 

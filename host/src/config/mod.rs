@@ -4,6 +4,7 @@
 
 mod card;
 mod defaults;
+mod engine;
 #[cfg(test)]
 mod properties;
 mod skills;
@@ -16,6 +17,7 @@ use serde::Deserialize;
 
 pub use card::{CardConfig, CardSkillConfig, RosterConfig};
 pub use defaults::embedded_default;
+pub use engine::{EngineConfig, EngineKind, TemporalConfig};
 pub use skills::{DEFAULT_SKILLS_DIR, MAX_SKILL_DIRS, SkillFolder, SkillsConfig};
 pub use validate::SELF_AGENT_ID;
 
@@ -78,6 +80,9 @@ pub struct Config {
     /// Where the skills the model may load are read from.
     #[serde(default)]
     pub skills: SkillsConfig,
+    /// Which engine works the tasks: embedded (default) or Temporal.
+    #[serde(default)]
+    pub engine: EngineConfig,
     /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
     #[serde(skip)]
     pub source: Option<PathBuf>,

@@ -62,6 +62,7 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     validate_model(config)?;
     validate_context(config)?;
     validate_limits(config)?;
+    config.engine.validate()?;
     validate_agents(config)?;
     super::card::validate_card(&config.card)?;
     super::card::validate_roster(&config.roster)?;

@@ -50,6 +50,40 @@ pub struct EngineParts {
     pub skills: Arc<Catalog>,
 }
 
+impl Shared {
+    /// What every task's steps share, from the engine's parts; the wake queue's receiving end,
+    /// when there are children, is the engine's to read. Tool definitions are read and sorted
+    /// once, here.
+    pub(crate) fn from_parts(parts: EngineParts) -> (Shared, Option<WakeReceiver>) {
+        let EngineParts {
+            hub,
+            models,
+            tools,
+            prefix,
+            settings,
+            children,
+            skills,
+        } = parts;
+        let mut tool_specs = tools.definitions();
+        tool_specs.sort_by(|a, b| a.name.cmp(&b.name));
+        let (children, wakes) = match children {
+            Some((children, wakes)) => (Some(children), Some(wakes)),
+            None => (None, None),
+        };
+        let shared = Shared {
+            hub,
+            models,
+            tools,
+            prefix,
+            tool_specs,
+            settings,
+            children,
+            skills,
+        };
+        (shared, wakes)
+    }
+}
+
 impl EmbeddedEngine {
     /// An engine over the hub, with the models, the tools and the static prefix it will use for
     /// every task, without children or skills. Tool definitions are read and sorted once, here.
@@ -74,32 +108,9 @@ impl EmbeddedEngine {
     /// An engine from all its parts. With children, a task their followers ask to wake is
     /// woken (its loop started again if it had stopped); call it inside the tokio runtime.
     pub fn start(parts: EngineParts) -> Arc<EmbeddedEngine> {
-        let EngineParts {
-            hub,
-            models,
-            tools,
-            prefix,
-            settings,
-            children,
-            skills,
-        } = parts;
-        let mut tool_specs = tools.definitions();
-        tool_specs.sort_by(|a, b| a.name.cmp(&b.name));
-        let (children, wakes) = match children {
-            Some((children, wakes)) => (Some(children), Some(wakes)),
-            None => (None, None),
-        };
+        let (shared, wakes) = Shared::from_parts(parts);
         let engine = Arc::new(EmbeddedEngine {
-            shared: Arc::new(Shared {
-                hub,
-                models,
-                tools,
-                prefix,
-                tool_specs,
-                settings,
-                children,
-                skills,
-            }),
+            shared: Arc::new(shared),
             running: Arc::new(Mutex::new(HashMap::new())),
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
@@ -172,6 +183,7 @@ fn lock(map: &RunningMap) -> std::sync::MutexGuard<'_, HashMap<String, Running>>
     map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+#[async_trait::async_trait]
 impl Engine for EmbeddedEngine {
     fn start(&self, task_id: &str) {
         self.spawn(task_id);
@@ -187,6 +199,14 @@ impl Engine for EmbeddedEngine {
                 self.spawn(task_id);
             }
         }
+    }
+
+    fn resume_open(&self) -> Result<usize, StoreError> {
+        EmbeddedEngine::resume_open(self)
+    }
+
+    async fn shutdown(&self) {
+        EmbeddedEngine::shutdown(self).await
     }
 
     fn cancel(&self, task_id: &str) {

@@ -66,6 +66,8 @@ pub struct Replay {
     pub folded_through: usize,
     /// Turn calls recorded, which is also the scripted model's position.
     pub turn_calls: usize,
+    /// Tool results recorded.
+    pub tool_results: usize,
     pub last_inbound_seq: i64,
     /// Tool calls of the last reply that have no recorded result yet.
     pending: Vec<ToolCall>,
@@ -161,6 +163,7 @@ impl Replay {
                 for effect in effects {
                     loading::fold(&mut self.skills, effect);
                 }
+                self.tool_results += 1;
                 self.pending.retain(|call| &call.id != call_id);
                 self.items.push(HistoryItem::ToolResult {
                     call_id: call_id.clone(),
@@ -192,6 +195,11 @@ impl Replay {
             HistoryItem::Inbound { from, text, .. } if matches(from) => Some(text.as_str()),
             _ => None,
         })
+    }
+
+    /// Model calls and tool calls recorded: what a step that did real work changes.
+    pub fn calls_made(&self) -> usize {
+        self.turn_calls + self.tool_results
     }
 
     /// True when all that was ever recorded is commands: the task was made to carry one out,

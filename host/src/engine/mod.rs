@@ -10,6 +10,8 @@ pub mod host_effects;
 mod inbox;
 pub mod journal;
 mod participant_task;
+#[cfg(feature = "temporal")]
+pub mod temporal;
 pub mod tools;
 mod turn;
 pub mod wakeups;
@@ -19,13 +21,21 @@ pub use host_effects::HostEffects;
 pub use tools::{ChildRequest, Effect, EffectPort, ToolContext, ToolError, ToolHost, ToolOutcome};
 pub use wakeups::{WakeReceiver, WakeSender, wake_queue};
 
-/// What the task service needs from an engine. The embedded engine runs loops in this process;
-/// a distributed engine would start workflows instead.
+/// What the task service and the runtime need from an engine. The embedded engine runs each
+/// task's loop in this process; the Temporal engine (`--features temporal`) runs each task as a
+/// workflow on a Temporal server. Both take the same steps ([`turn::step`]), so a task behaves
+/// the same on either.
+#[async_trait::async_trait]
 pub trait Engine: Send + Sync {
     /// Begins working a task that was just created.
     fn start(&self, task_id: &str);
     /// Tells the task that new input arrived (a message, a sub-task's news).
     fn wake(&self, task_id: &str);
-    /// Stops working a task whose state is already terminal (canceled).
+    /// Stops working a task whose state is already terminal (canceled), and cancels its open
+    /// children on their agents.
     fn cancel(&self, task_id: &str);
+    /// Picks up every task the store holds open (after a restart); returns how many.
+    fn resume_open(&self) -> Result<usize, crate::store::StoreError>;
+    /// Stops working tasks: they stay as they are, to resume at the next start.
+    async fn shutdown(&self);
 }

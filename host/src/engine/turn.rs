@@ -52,18 +52,54 @@ pub(crate) struct Shared {
     pub skills: Arc<Catalog>,
 }
 
-pub(super) enum Step {
+/// What a task's loop does after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Go on at once: there is more to do.
     Continue,
+    /// Wait for news (a message, a child's report).
     Park,
+    /// The task has ended, or cannot go on in this process (a store error).
     Stop,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub(super) enum StepError {
+pub(crate) enum StepError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("{0}")]
     Model(#[from] ModelError),
+}
+
+/// The task's journal folded, to take steps from.
+pub(crate) fn replay_of(shared: &Shared, id: &str) -> Result<Replay, StoreError> {
+    let entries = shared.hub.store().journal::<JournalEntry>(id)?;
+    Ok(Replay::from_entries(entries.iter().map(|(_, e)| e)))
+}
+
+/// One step of the task, the same on every engine: the next thing the journal says is to be
+/// done, recorded before it returns. A failed model call fails the task (with the reason a
+/// client may read) and a task that ends failed cancels its open children. A store error is
+/// returned: the embedded engine stops the loop until the next start, a distributed one retries.
+pub(crate) async fn step(
+    shared: &Shared,
+    id: &str,
+    replay: &mut Replay,
+) -> Result<Step, StoreError> {
+    match next_step(shared, id, replay).await {
+        Ok(Step::Stop) => {
+            cancel_children_of_ended(shared, id);
+            Ok(Step::Stop)
+        }
+        Ok(step) => Ok(step),
+        Err(StepError::Model(err)) => {
+            tracing::warn!(task = %id, "model call failed: {err}");
+            fail(&shared.hub, id, &err.public_reason())?;
+            cancel_children_of_ended(shared, id);
+            Ok(Step::Stop)
+        }
+        Err(StepError::Store(err)) => Err(err),
+    }
 }
 
 /// Runs a task until it is terminal, parked tasks waiting on `wake`. Stops early, leaving the
@@ -74,8 +110,8 @@ pub(crate) async fn run_task(
     wake: Arc<Notify>,
     stop: CancellationToken,
 ) {
-    let mut replay = match shared.hub.store().journal::<JournalEntry>(&id) {
-        Ok(entries) => Replay::from_entries(entries.iter().map(|(_, e)| e)),
+    let mut replay = match replay_of(&shared, &id) {
+        Ok(replay) => replay,
         Err(err) => {
             tracing::error!(task = %id, "cannot read the journal: {err}");
             return;
@@ -85,7 +121,7 @@ pub(crate) async fn run_task(
         let step = tokio::select! {
             biased;
             _ = stop.cancelled() => return,
-            step = next_step(&shared, &id, &mut replay) => step,
+            step = step(&shared, &id, &mut replay) => step,
         };
         match step {
             Ok(Step::Continue) => {}
@@ -95,20 +131,8 @@ pub(crate) async fn run_task(
                     _ = wake.notified() => {}
                 }
             }
-            Ok(Step::Stop) => {
-                cancel_children_of_failed(&shared, &id);
-                return;
-            }
-            Err(StepError::Model(err)) => {
-                tracing::warn!(task = %id, "model call failed: {err}");
-                let reason = err.public_reason();
-                if let Err(err) = fail(&shared.hub, &id, &reason) {
-                    tracing::error!(task = %id, "cannot record the failure: {err}");
-                }
-                cancel_children_of_failed(&shared, &id);
-                return;
-            }
-            Err(StepError::Store(err)) => {
+            Ok(Step::Stop) => return,
+            Err(err) => {
                 // The task stays open and resumes from its journal at the next start.
                 tracing::error!(task = %id, "store error; the task stops until restart: {err}");
                 return;
@@ -277,14 +301,19 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     Ok(advance(change))
 }
 
-/// A task that failed no longer wants its children's work: each open one is canceled on its
-/// agent, as for a canceled task, so nothing keeps running for a parent that is gone.
-fn cancel_children_of_failed(shared: &Shared, id: &str) {
-    let failed = matches!(
+/// A task that ended without its answer (failed, rejected, or canceled while a step was under
+/// way) no longer wants its children's work: each open one is canceled on its agent, so nothing
+/// keeps running for a parent that is gone. (A cancel request also does this itself; a second
+/// cancel of a child is harmless.)
+fn cancel_children_of_ended(shared: &Shared, id: &str) {
+    let ended = matches!(
         shared.hub.store().task(id),
-        Ok(Some(record)) if matches!(record.state(), TaskState::Failed | TaskState::Rejected)
+        Ok(Some(record)) if matches!(
+            record.state(),
+            TaskState::Failed | TaskState::Rejected | TaskState::Canceled
+        )
     );
-    if failed && let Some(children) = shared.children.as_ref() {
+    if ended && let Some(children) = shared.children.as_ref() {
         children.cancel_open(id);
     }
 }

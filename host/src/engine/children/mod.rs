@@ -276,30 +276,48 @@ impl Children {
     /// Cancels each open child of a parent that was just canceled, with A2A `CancelTask` on
     /// its agent; each child's row then records the state its agent reports.
     pub fn cancel_open(self: &Arc<Self>, parent: &str) {
+        for (child, agent) in self.open_children_to_cancel(parent) {
+            let children = self.clone();
+            let parent = parent.to_string();
+            self.tracker.spawn(async move {
+                children.cancel_child(&parent, &child, &agent).await;
+            });
+        }
+    }
+
+    /// [`Children::cancel_open`], returning once every child's cancel has been answered (or has
+    /// timed out): for an engine that must know the work is done (a Temporal activity).
+    pub async fn cancel_open_and_wait(&self, parent: &str) {
+        let cancels = self
+            .open_children_to_cancel(parent)
+            .into_iter()
+            .map(|(child, agent)| async move { self.cancel_child(parent, &child, &agent).await });
+        futures::future::join_all(cancels).await;
+    }
+
+    /// The open children of a parent as `(child, agent)`, their followers stopped.
+    fn open_children_to_cancel(&self, parent: &str) -> Vec<(String, String)> {
         let record = match self.hub.store().task(parent) {
             Ok(Some(record)) => record,
-            Ok(None) => return,
+            Ok(None) => return Vec::new(),
             Err(err) => {
                 tracing::error!(task = %parent, "cannot read the task to cancel its sub-tasks: {err}");
-                return;
+                return Vec::new();
             }
         };
+        let mut open = Vec::new();
         for link in record.ext.sub_tasks.iter().filter(|l| !is_closed(l)) {
             if let Some(token) = lock(&self.followers).remove(&link.task_id) {
                 token.cancel();
             }
-            let children = self.clone();
-            let parent = parent.to_string();
-            let child = link.task_id.clone();
             let agent = link
                 .agent
                 .as_ref()
                 .map(|a| a.id.clone())
                 .unwrap_or_else(|| SELF_ID.to_string());
-            self.tracker.spawn(async move {
-                children.cancel_child(&parent, &child, &agent).await;
-            });
+            open.push((link.task_id.clone(), agent));
         }
+        open
     }
 
     async fn cancel_child(&self, parent: &str, child: &str, agent: &str) {
