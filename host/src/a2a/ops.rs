@@ -31,6 +31,9 @@ use crate::tasks::{Caller, Delegators, Subscription, TaskService};
 /// as it is. A client that needs longer should stream or poll; an HTTP request held open for
 /// hours helps nobody.
 pub const BLOCKING_SEND_MAX_WAIT: Duration = Duration::from_secs(10 * 60);
+/// How often a blocking `SendMessage` also reads its task from the store, for changes made by
+/// another harness process sharing it (they announce their events in their own process).
+pub const BLOCKING_SEND_RECHECK: Duration = Duration::from_secs(1);
 
 /// What the server needs: the task service, the card it publishes, who its trusted delegators
 /// are, and its limits.
@@ -359,11 +362,23 @@ async fn wait_until_settled(
     if !snapshot.status.state.is_terminal() {
         let deadline = tokio::time::sleep(BLOCKING_SEND_MAX_WAIT);
         tokio::pin!(deadline);
+        let mut recheck = tokio::time::interval(BLOCKING_SEND_RECHECK);
+        recheck.tick().await;
         loop {
             tokio::select! {
                 _ = &mut deadline => {
                     tracing::warn!(task = %task_id, "blocking SendMessage gave up waiting");
                     break;
+                }
+                _ = recheck.tick() => {
+                    // A step taken by another process sharing the store (a distributed engine)
+                    // is announced there, not here: the store says whether the task settled.
+                    let task = service.get_task(caller, &task_id, Some(0)).await?;
+                    if task.status.state.is_settled()
+                        && task.status.timestamp != snapshot.status.timestamp
+                    {
+                        break;
+                    }
                 }
                 event = events.recv() => match event {
                     Ok(event) if settles(&event) => break,

@@ -116,8 +116,11 @@ impl Store {
         f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.lock();
+        // Immediate: the write lock is taken at the start, so that a transaction that reads then
+        // writes waits its turn (busy timeout) rather than failing when another process sharing
+        // the store (workers of one Temporal task queue) committed in between.
         let mut tx = Tx {
-            tx: conn.transaction()?,
+            tx: conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?,
         };
         let value = f(&mut tx)?;
         tx.tx.commit()?;

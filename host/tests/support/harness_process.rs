@@ -16,9 +16,15 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Starts `harness serve --config {config}`; returns the process and the URL it listens on.
 pub fn serve(config: &Path) -> (Child, String) {
+    serve_with_env(config, &[])
+}
+
+/// [`serve`], with these environment variables set for the harness.
+pub fn serve_with_env(config: &Path, env: &[(&str, &str)]) -> (Child, String) {
     let mut child = Command::new(HARNESS)
         .args(["serve", "--config"])
         .arg(config)
+        .envs(env.iter().copied())
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
