@@ -132,7 +132,12 @@ async fn send(url: &str, text: &str) -> String {
         }),
         metadata: None,
     };
-    match A2aClient::new(url).unwrap().send_message(request).await.unwrap() {
+    match A2aClient::new(url)
+        .unwrap()
+        .send_message(request)
+        .await
+        .unwrap()
+    {
         SendMessageResponse::Task(task) => task.id,
         other => panic!("expected a task, got {other:?}"),
     }
@@ -141,7 +146,10 @@ async fn send(url: &str, text: &str) -> String {
 async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !done() {
-        assert!(Instant::now() < deadline, "{what} did not happen in {limit:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen in {limit:?}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -154,11 +162,7 @@ async fn settled(url: &str, id: &str) -> (TaskState, String) {
         if let Ok(task) = client.get_task(id, Some(0)).await
             && task.status.state.is_terminal()
         {
-            let answer = task
-                .status
-                .message
-                .map(|m| m.text())
-                .unwrap_or_default();
+            let answer = task.status.message.map(|m| m.text()).unwrap_or_default();
             return (task.status.state, answer);
         }
         assert!(Instant::now() < deadline, "task {id} did not end");
@@ -180,7 +184,10 @@ async fn a_task_whose_harness_is_killed_mid_call_finishes_on_another_without_rep
     let (mut first, first_url) = serve(&config);
     let id = send(&first_url, "Close the books.").await;
     // The plan was made and recorded; the second turn's call is in flight on the first harness.
-    wait_until("the slow call", Duration::from_secs(30), || calls.count(1) == 1).await;
+    wait_until("the slow call", Duration::from_secs(30), || {
+        calls.count(1) == 1
+    })
+    .await;
     let (mut second, second_url) = serve(&config);
     let killed = Instant::now();
     kill(&mut first);
@@ -188,7 +195,11 @@ async fn a_task_whose_harness_is_killed_mid_call_finishes_on_another_without_rep
     let took = killed.elapsed();
     assert_eq!(state, TaskState::Completed);
     assert_eq!(answer, "The books are closed.");
-    assert_eq!(calls.count(0), 1, "the recorded first call was not made again");
+    assert_eq!(
+        calls.count(0),
+        1,
+        "the recorded first call was not made again"
+    );
     assert_eq!(
         calls.count(1),
         2,
@@ -205,7 +216,10 @@ async fn a_harness_started_again_alone_picks_its_task_up() {
     let config = config(dir.path(), &model_url);
     let (mut first, first_url) = serve(&config);
     let id = send(&first_url, "Close the books.").await;
-    wait_until("the slow call", Duration::from_secs(30), || calls.count(1) == 1).await;
+    wait_until("the slow call", Duration::from_secs(30), || {
+        calls.count(1) == 1
+    })
+    .await;
     let killed = Instant::now();
     kill(&mut first);
     let (mut again, again_url) = serve(&config);
