@@ -12,7 +12,10 @@ use std::sync::Arc;
 use serde_json::json;
 
 use delegation_support::*;
-use tiny_harness::a2a::types::TaskState;
+use futures::StreamExt;
+use tiny_harness::a2a::types::{
+    ListTasksRequest, Message, Part, Role, SendMessageRequest, StreamResponse, TaskState,
+};
 use tiny_harness::model::ModelRequest;
 
 /// Where the Temporal dev server is, for the Temporal runs.
@@ -296,6 +299,77 @@ async fn a_task_that_keeps_calling_tools_fails_at_max_turns() {
             "the task reached limits.max_turns (3) without finishing"
         );
         assert_eq!(model.requests().len(), 3, "{}", engine.name());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streamed_task_sends_its_events_and_is_listed() {
+    for engine in engines() {
+        let model = FnModel::new(|request: &ModelRequest| match turns(request) {
+            0 => Answer::Reply(tool(
+                "create_plan",
+                json!({"steps": [{"name": "Answer", "description": "answer"}]}),
+            )),
+            _ => Answer::Reply(text("Streamed.")),
+        });
+        let node = node(&engine, "", model).await;
+        let request = SendMessageRequest {
+            tenant: String::new(),
+            message: Message {
+                message_id: uuid::Uuid::new_v4().to_string(),
+                role: Role::User,
+                parts: vec![Part::text("Stream it.")],
+                ..Message::default()
+            },
+            configuration: None,
+            metadata: None,
+        };
+        let mut events = node.client.send_streaming_message(request).await.unwrap();
+        let mut states = Vec::new();
+        let mut id = String::new();
+        while let Some(event) = events.next().await {
+            match event.unwrap() {
+                StreamResponse::Task(task) => {
+                    id = task.id.clone();
+                    states.push(task.status.state);
+                }
+                StreamResponse::StatusUpdate(update) => states.push(update.status.state),
+                _ => {}
+            }
+        }
+        assert_eq!(
+            states.first(),
+            Some(&TaskState::Submitted),
+            "{}",
+            engine.name()
+        );
+        assert_eq!(
+            states.last(),
+            Some(&TaskState::Completed),
+            "{}",
+            engine.name()
+        );
+        assert!(
+            states.contains(&TaskState::Working),
+            "{}: {states:?}",
+            engine.name()
+        );
+        let listed = node
+            .client
+            .list_tasks(ListTasksRequest::default())
+            .await
+            .unwrap();
+        assert!(
+            listed
+                .tasks
+                .iter()
+                .any(|t| t.id == id && t.status.state == TaskState::Completed),
+            "{}",
+            engine.name()
+        );
+        // An ended task takes no subscription (A2A 1.0: unsupported operation).
+        let refused = node.client.subscribe(&id).await.err().unwrap();
+        assert_eq!(refused.rpc_code(), Some(-32004), "{}", engine.name());
     }
 }
 

@@ -212,11 +212,7 @@ mod tests {
 
     use super::super::Config;
 
-    fn error_of(text: &str) -> String {
-        Config::parse(text, Path::new("config.toml"))
-            .unwrap_err()
-            .to_string()
-    }
+    use crate::config::testing::error_of;
 
     #[test]
     fn no_card_or_roster_section_means_the_defaults() {

@@ -120,11 +120,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
 
-    fn error_of(text: &str) -> String {
-        Config::parse(text, Path::new("config.toml"))
-            .unwrap_err()
-            .to_string()
-    }
+    use crate::config::testing::error_of;
 
     #[test]
     fn the_embedded_engine_is_the_default_and_temporal_has_its_defaults() {

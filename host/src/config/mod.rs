@@ -409,3 +409,18 @@ impl Config {
         }
     }
 }
+
+/// What the configuration's test modules share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::Path;
+
+    use super::Config;
+
+    /// Why a configuration file holding `text` is refused, as start-up says it.
+    pub fn error_of(text: &str) -> String {
+        Config::parse(text, Path::new("config.toml"))
+            .unwrap_err()
+            .to_string()
+    }
+}

@@ -96,11 +96,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
 
-    fn error_of(text: &str) -> String {
-        Config::parse(text, Path::new("config.toml"))
-            .unwrap_err()
-            .to_string()
-    }
+    use crate::config::testing::error_of;
 
     #[test]
     fn without_the_setting_the_skills_folder_beside_the_configuration_is_optional() {

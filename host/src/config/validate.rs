@@ -403,11 +403,7 @@ mod tests {
 
     use super::super::Config;
 
-    fn error_of(text: &str) -> String {
-        Config::parse(text, Path::new("config.toml"))
-            .unwrap_err()
-            .to_string()
-    }
+    use crate::config::testing::error_of;
 
     #[test]
     fn an_empty_file_is_every_default() {
