@@ -107,13 +107,11 @@ async fn send_and_settle(h: &Harness, text: &str, task_id: &str) -> Task {
         .expect("message accepted");
     let id = sub.snapshot.id.clone();
     tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            match sub.events.recv().await {
-                Ok(StreamResponse::StatusUpdate(update)) if update.status.state.is_settled() => {
-                    break;
-                }
-                Ok(_) => {}
-                Err(_) => break,
+        while let Ok(event) = sub.events.recv().await {
+            if let StreamResponse::StatusUpdate(update) = &*event
+                && update.status.state.is_settled()
+            {
+                break;
             }
         }
     })
@@ -151,6 +149,22 @@ async fn a_message_creates_a_task_that_completes_with_the_models_answer() {
             content: "What is 2 + 2?".into()
         }
     );
+}
+
+#[tokio::test]
+async fn a_one_turn_task_takes_three_writes_creation_start_and_answer() {
+    let model = PlayModel::new(vec![reply("The answer is 4.")]);
+    let h = harness(
+        Arc::new(Store::open_in_memory().unwrap()),
+        model.clone(),
+        settings(),
+    )
+    .await;
+    let task = send_and_settle(&h, "What is 2 + 2?", "").await;
+    assert_eq!(task.status.state, TaskState::Completed);
+    // The task with its message; the message drained with the task set working; the model's
+    // answer journaled with the task completed.
+    assert_eq!(h.store.write_counts().writes(), 3);
 }
 
 #[tokio::test]
@@ -304,6 +318,14 @@ async fn a_question_waits_for_the_participant_and_the_answer_reaches_the_model()
     let task = send_and_settle(&h, "Reconcile the books", "").await;
     assert_eq!(task.status.state, TaskState::InputRequired);
     assert_eq!(task.status.message.unwrap().text(), "Which month?");
+    // A waiting task keeps no loop in memory; the answer starts one from the journal.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while h.engine.running_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the waiting task's loop ended");
     let done = send_and_settle(&h, "March", &task.id).await;
     assert_eq!(done.status.state, TaskState::Completed);
     let last = model.requests().pop().unwrap();
@@ -536,7 +558,7 @@ impl Model for LinksSubtask {
             ..Default::default()
         });
         let task_id = tasks.unwrap().tasks[0].id.clone();
-        hub.change(&task_id, |record, _| {
+        hub.change(&task_id, move |record, _| {
             record
                 .ext
                 .sub_tasks
@@ -548,6 +570,7 @@ impl Model for LinksSubtask {
                 });
             Ok(())
         })
+        .await
         .unwrap();
         Ok(reply("all done"))
     }
@@ -593,6 +616,7 @@ async fn a_task_does_not_complete_while_a_sub_task_is_open() {
         record.ext.sub_tasks[0].state = Some("TASK_STATE_COMPLETED".into());
         Ok(())
     })
+    .await
     .unwrap();
     tiny_harness::engine::Engine::wake(h.engine.as_ref(), &id);
     tokio::time::timeout(Duration::from_secs(5), async {
@@ -638,24 +662,26 @@ async fn an_answer_recorded_with_news_unread_is_not_the_answer_after_a_restart_e
     // As the journal stands when the call's answer was recorded while a participant's message
     // landed during the call (and the process died before reading it).
     let hub = TaskHub::new(h1.store.clone());
-    hub.change(&id, |record, tx| {
+    let task_id = id.clone();
+    hub.change(&id, move |record, tx| {
         tx.append_journal(
-            &id,
+            &task_id,
             &JournalEntry::ModelCall {
                 reply: reply("written before the message"),
             },
         )?;
         let message = Message {
             message_id: "late-news".into(),
-            task_id: id.clone(),
+            task_id: task_id.clone(),
             context_id: record.context_id.clone(),
             role: Role::User,
             parts: vec![Part::text("also count March")],
             ..Message::default()
         };
-        tx.append_message(&id, &message)?;
+        tx.append_message(&task_id, &message)?;
         Ok(())
     })
+    .await
     .unwrap();
     drop(h1);
     // Second life: the message is read and the model answers again; only that answer counts.

@@ -11,8 +11,6 @@ use axum::body::Bytes;
 use axum::http::HeaderValue;
 use serde_json::Value;
 
-use tokio::sync::broadcast::error::RecvError;
-
 use crate::a2a::extensions::Activated;
 use crate::a2a::jsonrpc::{
     CONTENT_TYPE_NOT_SUPPORTED, EXTENDED_AGENT_CARD_NOT_CONFIGURED,
@@ -25,6 +23,7 @@ use crate::a2a::types::{
 };
 use crate::a2a::validate;
 use crate::tasks::creator::sender_of;
+use crate::tasks::events::RecvError;
 use crate::tasks::{Caller, Delegators, Subscription, TaskService};
 
 /// How long a blocking `SendMessage` waits for its task to settle before answering with the task

@@ -9,13 +9,13 @@ use std::time::Duration;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::a2a::extensions::Activated;
 use crate::a2a::jsonrpc::RpcError;
 use crate::a2a::ops::{StreamEnd, Streaming, state_of};
 use crate::a2a::types::{StreamResponse, Task};
 use crate::a2a::validate::trim_history;
+use crate::tasks::events::{RecvError, TaskEvents};
 use crate::tasks::{Caller, TaskService};
 
 /// How often an idle stream sends a comment, so proxies and clients with read timeouts keep the
@@ -88,7 +88,7 @@ struct Follower {
     history_length: Option<i32>,
     /// What each event may carry, by the extensions the request activated.
     activated: Activated,
-    events: tokio::sync::broadcast::Receiver<StreamResponse>,
+    events: TaskEvents,
     phase: Phase,
 }
 
@@ -118,7 +118,8 @@ impl Follower {
                     if !state_of(&event).is_some_and(|state| self.end.ends_at(state)) {
                         self.phase = Phase::Following;
                     }
-                    Some(Ok(event))
+                    // Shared with every follower; this client's copy is shaped for it.
+                    Some(Ok(StreamResponse::clone(&event)))
                 }
                 Err(RecvError::Lagged(missed)) => {
                     tracing::warn!(task = %self.task_id, missed, "stream lagged; resending the task");
@@ -164,6 +165,7 @@ mod tests {
     use crate::a2a::jsonrpc::RequestId;
     use crate::a2a::types::{ListTasksRequest, ListTasksResponse, SendMessageRequest, TaskState};
     use crate::a2a::types::{TaskStatus, TaskStatusUpdateEvent};
+    use crate::tasks::events::TaskEvent;
     use crate::tasks::{Subscription, TaskError};
     use async_trait::async_trait;
     use tokio::sync::broadcast;
@@ -221,7 +223,7 @@ mod tests {
         }
     }
 
-    fn follower(events: broadcast::Receiver<StreamResponse>) -> Follower {
+    fn follower(events: broadcast::Receiver<TaskEvent>) -> Follower {
         Follower {
             service: Arc::new(Completed),
             caller: Caller::from_header(None),
@@ -230,7 +232,7 @@ mod tests {
             task_id: "t".into(),
             history_length: None,
             activated: Activated::none(),
-            events,
+            events: TaskEvents::from_receiver(events),
             phase: Phase::Snapshot(Box::new(task(TaskState::Submitted))),
         }
     }
@@ -257,9 +259,11 @@ mod tests {
     #[tokio::test]
     async fn a_stream_sends_the_snapshot_then_events_and_ends_once_settled() {
         let (sender, receiver) = broadcast::channel(8);
-        sender.send(update(TaskState::Working)).unwrap();
-        sender.send(update(TaskState::InputRequired)).unwrap();
-        sender.send(update(TaskState::Working)).unwrap();
+        sender.send(Arc::new(update(TaskState::Working))).unwrap();
+        sender
+            .send(Arc::new(update(TaskState::InputRequired)))
+            .unwrap();
+        sender.send(Arc::new(update(TaskState::Working))).unwrap();
         let expected = [
             "task TASK_STATE_SUBMITTED",
             "update TASK_STATE_WORKING",
@@ -271,9 +275,11 @@ mod tests {
     #[tokio::test]
     async fn a_subscription_follows_the_task_through_its_questions_until_it_ends() {
         let (sender, receiver) = broadcast::channel(8);
-        sender.send(update(TaskState::InputRequired)).unwrap();
-        sender.send(update(TaskState::Working)).unwrap();
-        sender.send(update(TaskState::Completed)).unwrap();
+        sender
+            .send(Arc::new(update(TaskState::InputRequired)))
+            .unwrap();
+        sender.send(Arc::new(update(TaskState::Working))).unwrap();
+        sender.send(Arc::new(update(TaskState::Completed))).unwrap();
         let mut subscription = follower(receiver);
         subscription.end = StreamEnd::Terminal;
         let expected = [
@@ -288,8 +294,8 @@ mod tests {
     #[tokio::test]
     async fn a_reply_to_a_question_streams_past_the_snapshot_that_still_waits() {
         let (sender, receiver) = broadcast::channel(8);
-        sender.send(update(TaskState::Working)).unwrap();
-        sender.send(update(TaskState::Completed)).unwrap();
+        sender.send(Arc::new(update(TaskState::Working))).unwrap();
+        sender.send(Arc::new(update(TaskState::Completed))).unwrap();
         let mut reply = follower(receiver);
         reply.phase = Phase::Snapshot(Box::new(task(TaskState::InputRequired)));
         let expected = [
@@ -304,7 +310,7 @@ mod tests {
     async fn a_lagging_stream_resends_the_task_and_ends_when_it_has_settled() {
         let (sender, receiver) = broadcast::channel(1);
         for _ in 0..3 {
-            sender.send(update(TaskState::Working)).unwrap();
+            sender.send(Arc::new(update(TaskState::Working))).unwrap();
         }
         let expected = ["task TASK_STATE_SUBMITTED", "task TASK_STATE_COMPLETED"];
         assert_eq!(states(follower(receiver)).await, expected);

@@ -1,16 +1,18 @@
-//! The embedded engine: one tokio task per open task in this process, its state in SQLite.
+//! The embedded engine: one tokio task per task being worked in this process, its state in
+//! SQLite. A task that waits (for input, for its children) has no loop: its next news starts one
+//! from the journal, so a waiting task costs its rows in the store and nothing in memory.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Engine;
 use super::children::Children;
 use super::tools::ToolHost;
-use super::turn::{Shared, run_task};
+use super::turn::{Parking, Shared, run_task};
 use super::wakeups::WakeReceiver;
 use crate::context::StaticPrefix;
 use crate::model::Models;
@@ -21,7 +23,8 @@ use crate::tasks::hub::TaskHub;
 pub use super::turn::EngineSettings;
 
 struct Running {
-    wake: Arc<Notify>,
+    /// Set by a wake-up while the loop steps: the loop looks again before it ends.
+    woken: Arc<AtomicBool>,
     stop: CancellationToken,
 }
 
@@ -150,7 +153,7 @@ impl EmbeddedEngine {
         self.tracker.wait().await;
     }
 
-    /// How many task loops are running.
+    /// How many task loops are running (a waiting task has none).
     pub fn running_count(&self) -> usize {
         lock(&self.running).len()
     }
@@ -160,22 +163,77 @@ impl EmbeddedEngine {
         if running.contains_key(id) || self.shutdown.is_cancelled() {
             return;
         }
-        let wake = Arc::new(Notify::new());
+        let woken = Arc::new(AtomicBool::new(false));
         let stop = self.shutdown.child_token();
         running.insert(
             id.to_string(),
             Running {
-                wake: wake.clone(),
+                woken: woken.clone(),
                 stop: stop.clone(),
             },
         );
+        let parking = LoopParking {
+            map: self.running.clone(),
+            id: id.to_string(),
+            woken,
+        };
         let shared = self.shared.clone();
-        let map = self.running.clone();
         let id = id.to_string();
         self.tracker.spawn(async move {
-            run_task(shared, id.clone(), wake, stop).await;
-            lock(&map).remove(&id);
+            let end = parking.clone_handle();
+            run_task(shared, id, parking, stop).await;
+            end.leave();
         });
+    }
+}
+
+/// A loop's place in the running map, by which it parks (ends, unless news came) and leaves.
+struct LoopParking {
+    map: RunningMap,
+    id: String,
+    woken: Arc<AtomicBool>,
+}
+
+impl LoopParking {
+    fn clone_handle(&self) -> LoopParking {
+        LoopParking {
+            map: self.map.clone(),
+            id: self.id.clone(),
+            woken: self.woken.clone(),
+        }
+    }
+
+    /// Takes the loop's entry out of the map, if it is still this loop's (a newer loop for the
+    /// same task keeps its own). Call with the map locked.
+    fn remove_from(&self, running: &mut HashMap<String, Running>) {
+        if running
+            .get(&self.id)
+            .is_some_and(|entry| Arc::ptr_eq(&entry.woken, &self.woken))
+        {
+            running.remove(&self.id);
+        }
+    }
+
+    /// The loop has ended.
+    fn leave(&self) {
+        self.remove_from(&mut lock(&self.map));
+    }
+}
+
+impl Parking for LoopParking {
+    fn begin_step(&self) {
+        self.woken.store(false, Ordering::SeqCst);
+    }
+
+    fn retire(&mut self) -> bool {
+        // Under the map lock: a wake-up either set the flag before this (the loop looks again)
+        // or finds no loop after it (and starts one).
+        let mut running = lock(&self.map);
+        if self.woken.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.remove_from(&mut running);
+        true
     }
 }
 
@@ -192,8 +250,8 @@ impl Engine for EmbeddedEngine {
     fn wake(&self, task_id: &str) {
         let running = lock(&self.running);
         match running.get(task_id) {
-            // A permit is stored if the loop is busy, so the wake-up is never lost.
-            Some(task) => task.wake.notify_one(),
+            // The loop is stepping: it looks again before it ends, so the wake-up is never lost.
+            Some(task) => task.woken.store(true, Ordering::SeqCst),
             None => {
                 drop(running);
                 self.spawn(task_id);

@@ -90,29 +90,33 @@ pub(super) async fn drain(
     let wakes_model = entries
         .iter()
         .any(|e| !matches!(e, JournalEntry::Command { .. }));
-    let change = hub.change(&record.id, |rec, tx| {
-        for entry in &entries {
-            tx.append_journal(&rec.id.clone(), entry)?;
-        }
-        for reply in &replies {
-            let message = Message::agent_text(&rec.id, &rec.context_id, reply.clone());
-            tx.append_message(&rec.id.clone(), &message)?;
-        }
-        for link in &links {
-            if !rec.ext.sub_tasks.iter().any(|l| l.task_id == link.task_id) {
-                rec.ext.sub_tasks.push(link.clone());
+    let (recorded, added) = (entries.clone(), links.clone());
+    let change = hub
+        .change(&record.id, move |rec, tx| {
+            let id = rec.id.clone();
+            for entry in &recorded {
+                tx.append_journal(&id, entry)?;
             }
-        }
-        if wakes_model
-            && matches!(
-                rec.state(),
-                TaskState::Submitted | TaskState::InputRequired | TaskState::AuthRequired
-            )
-        {
-            set_status(rec, TaskState::Working, None);
-        }
-        Ok(())
-    })?;
+            for reply in replies {
+                let message = Message::agent_text(&id, &rec.context_id, reply);
+                tx.append_message(&id, &message)?;
+            }
+            for link in added {
+                if !rec.ext.sub_tasks.iter().any(|l| l.task_id == link.task_id) {
+                    rec.ext.sub_tasks.push(link);
+                }
+            }
+            if wakes_model
+                && matches!(
+                    rec.state(),
+                    TaskState::Submitted | TaskState::InputRequired | TaskState::AuthRequired
+                )
+            {
+                set_status(rec, TaskState::Working, None);
+            }
+            Ok(())
+        })
+        .await?;
     if matches!(change, Change::Applied(..)) {
         for entry in &entries {
             replay.apply(entry);

@@ -12,7 +12,7 @@ use crate::tasks::record::TaskRecord;
 
 /// One step of a task its assignee works (lifecycle `participant`): the model never runs. The
 /// task waits, addressed to the assignee, and the assignee's reply is its answer.
-pub(super) fn participant_step(
+pub(super) async fn participant_step(
     hub: &TaskHub,
     record: &TaskRecord,
     replay: &Replay,
@@ -29,11 +29,12 @@ pub(super) fn participant_step(
     };
     if let Some(answer) = replay.last_inbound_from(answers) {
         let answer = answer.to_string();
-        hub.change(&record.id, |rec, tx| complete(rec, tx, &answer))?;
+        hub.change(&record.id, move |rec, tx| complete(rec, tx, &answer))
+            .await?;
         return Ok(Step::Stop);
     }
     if record.state() != TaskState::InputRequired {
-        hub.change(&record.id, |rec, tx| {
+        hub.change(&record.id, move |rec, tx| {
             let mut message = Message::agent_text(&rec.id, &rec.context_id, rec.ext.goal.clone());
             if let Some(assignee) = &assignee {
                 let mut metadata = serde_json::Map::new();
@@ -43,7 +44,8 @@ pub(super) fn participant_step(
             tx.append_message(&rec.id, &message)?;
             set_status(rec, TaskState::InputRequired, Some(message));
             Ok(())
-        })?;
+        })
+        .await?;
     }
     Ok(Step::Park)
 }

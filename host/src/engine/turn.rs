@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{self, Budget};
@@ -94,7 +93,7 @@ pub(crate) async fn step(
         Ok(step) => Ok(step),
         Err(StepError::Model(err)) => {
             tracing::warn!(task = %id, "model call failed: {err}");
-            fail(&shared.hub, id, &err.public_reason())?;
+            fail(&shared.hub, id, &err.public_reason()).await?;
             cancel_children_of_ended(shared, id);
             Ok(Step::Stop)
         }
@@ -102,12 +101,22 @@ pub(crate) async fn step(
     }
 }
 
-/// Runs a task until it is terminal, parked tasks waiting on `wake`. Stops early, leaving the
-/// task as it is, when `stop` is cancelled (a cancel request or shutdown).
+/// How a parked loop learns whether it may go: news that came while it was stepping keeps it.
+pub(crate) trait Parking: Send {
+    /// Called before each step reads the store: news from here on keeps the loop.
+    fn begin_step(&self);
+    /// The loop has nothing to do; true when it is to end (nothing arrived since
+    /// [`Parking::begin_step`]). A loop that ends keeps nothing in memory: the next news starts
+    /// a fresh one from the journal.
+    fn retire(&mut self) -> bool;
+}
+
+/// Runs a task until it is terminal or parked. Stops early, leaving the task as it is, when
+/// `stop` is cancelled (a cancel request or shutdown).
 pub(crate) async fn run_task(
     shared: Arc<Shared>,
     id: String,
-    wake: Arc<Notify>,
+    mut parking: impl Parking,
     stop: CancellationToken,
 ) {
     let mut replay = match replay_of(&shared, &id) {
@@ -118,6 +127,7 @@ pub(crate) async fn run_task(
         }
     };
     loop {
+        parking.begin_step();
         let step = tokio::select! {
             biased;
             _ = stop.cancelled() => return,
@@ -126,9 +136,8 @@ pub(crate) async fn run_task(
         match step {
             Ok(Step::Continue) => {}
             Ok(Step::Park) => {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = wake.notified() => {}
+                if parking.retire() {
+                    return;
                 }
             }
             Ok(Step::Stop) => return,
@@ -153,14 +162,17 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         return Ok(Step::Continue);
     }
     if record.ext.lifecycle == Lifecycle::Participant {
-        return Ok(participant_step(hub, &record, replay)?);
+        return Ok(participant_step(hub, &record, replay).await?);
     }
     match record.state() {
         TaskState::Submitted => {
-            return Ok(advance(hub.change(id, |rec, _| {
-                set_status(rec, TaskState::Working, None);
-                Ok(())
-            })?));
+            return Ok(advance(
+                hub.change(id, |rec, _| {
+                    set_status(rec, TaskState::Working, None);
+                    Ok(())
+                })
+                .await?,
+            ));
         }
         TaskState::InputRequired | TaskState::AuthRequired => return Ok(Step::Park),
         _ => {}
@@ -169,7 +181,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     if let Some(reason) = token_budget.and_then(|b| b.exceeded_by(&replay.usage)) {
         // Checked before the reply's tool calls run as well as before the next model call: a
         // task past its budget starts nothing more, sub-tasks included.
-        fail(hub, id, &reason)?;
+        fail(hub, id, &reason).await?;
         return Ok(Step::Stop);
     }
     if let Some(call) = replay.next_pending_call().cloned() {
@@ -186,10 +198,14 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
             is_error: outcome.result.is_err(),
             effects: outcome.effects.clone(),
         };
-        let change = hub.change(id, |rec, tx| {
-            apply_effects(rec, &outcome.effects, tx)?;
-            tx.append_journal(id, &entry)
-        })?;
+        let effects = outcome.effects.clone();
+        let recorded = entry.clone();
+        let change = hub
+            .change(id, move |rec, tx| {
+                apply_effects(rec, &effects, tx)?;
+                tx.append_journal(&rec.id.clone(), &recorded)
+            })
+            .await?;
         if matches!(change, Change::Applied(..)) {
             replay.apply(&entry);
         }
@@ -205,13 +221,15 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
             return Ok(Step::Park);
         }
         let read_through = replay.last_inbound_seq;
-        let change = hub.change(id, |rec, tx| {
-            if has_unread(tx, id, read_through)? {
-                return Ok(false);
-            }
-            complete(rec, tx, &answer)?;
-            Ok(true)
-        })?;
+        let change = hub
+            .change(id, move |rec, tx| {
+                if has_unread(tx, &rec.id, read_through)? {
+                    return Ok(false);
+                }
+                complete(rec, tx, &answer)?;
+                Ok(true)
+            })
+            .await?;
         return Ok(match change {
             // News came after the answer: the next step reads it and the model answers again.
             Change::Applied(_, false) => Step::Continue,
@@ -223,7 +241,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
             "the task reached limits.max_turns ({}) without finishing",
             shared.settings.max_turns
         );
-        fail(hub, id, &reason)?;
+        fail(hub, id, &reason).await?;
         return Ok(Step::Stop);
     }
     let model = match shared.models.resolve(record.ext.model.as_deref()) {
@@ -234,7 +252,8 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
                 hub,
                 id,
                 &format!("the task cannot run: {}", unknown.message()),
-            )?;
+            )
+            .await?;
             return Ok(Step::Stop);
         }
     };
@@ -284,17 +303,21 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     // the next step drains the news and asks the model again.
     let read_through = replay.last_inbound_seq;
     let task_token_budget = settings.task_token_budget;
-    let change = hub.change(id, |rec, tx| {
-        tx.append_journal(id, &entry)?;
-        budget::show_usage(rec, usage, task_token_budget);
-        if reply.tool_calls.is_empty()
-            && !has_open_subtasks(rec)
-            && !has_unread(tx, id, read_through)?
-        {
-            finish_task(rec, tx, &reply.text, &finish.unwrap_or_default())?;
-        }
-        Ok(())
-    })?;
+    let recorded = entry.clone();
+    let change = hub
+        .change(id, move |rec, tx| {
+            let id = rec.id.clone();
+            tx.append_journal(&id, &recorded)?;
+            budget::show_usage(rec, usage, task_token_budget);
+            if reply.tool_calls.is_empty()
+                && !has_open_subtasks(rec)
+                && !has_unread(tx, &id, read_through)?
+            {
+                finish_task(rec, tx, &reply.text, &finish.unwrap_or_default())?;
+            }
+            Ok(())
+        })
+        .await?;
     if matches!(change, Change::Applied(..)) {
         replay.apply(&entry);
     }
@@ -364,17 +387,25 @@ async fn compact(
     };
     tracing::info!(task = %id, removed_items = cut, "compacted the history");
     let limit = shared.settings.task_token_budget;
-    if let Change::Applied(..) = shared.hub.change(id, |rec, tx| {
-        budget::show_usage(rec, usage, limit);
-        tx.append_journal(id, &entry)
-    })? {
+    let recorded = entry.clone();
+    if let Change::Applied(..) = shared
+        .hub
+        .change(id, move |rec, tx| {
+            budget::show_usage(rec, usage, limit);
+            tx.append_journal(&rec.id.clone(), &recorded)
+        })
+        .await?
+    {
         replay.apply(&entry);
     }
     Ok(())
 }
 
+/// Where the loop goes after a change: on, unless the change ended the task (then there is no
+/// next step to read the store for) or found it ended or gone.
 fn advance<T>(change: Change<T>) -> Step {
     match change {
+        Change::Applied(record, _) if record.state().is_terminal() => Step::Stop,
         Change::Applied(..) => Step::Continue,
         Change::Terminal(_) | Change::Missing => Step::Stop,
     }
@@ -518,12 +549,14 @@ fn newest_inbound_id(hub: &TaskHub, id: &str, seq: i64) -> Result<Option<String>
 }
 
 /// Fails the task with a reason the requester can act on.
-pub(crate) fn fail(hub: &TaskHub, id: &str, reason: &str) -> Result<(), StoreError> {
-    hub.change(id, |rec, tx| {
+pub(crate) async fn fail(hub: &TaskHub, id: &str, reason: &str) -> Result<(), StoreError> {
+    let reason = reason.to_string();
+    hub.change(id, move |rec, tx| {
         let message = Message::agent_text(&rec.id, &rec.context_id, reason);
         tx.append_message(&rec.id, &message)?;
         set_status(rec, TaskState::Failed, Some(message));
         Ok(())
-    })?;
+    })
+    .await?;
     Ok(())
 }

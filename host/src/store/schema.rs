@@ -9,7 +9,7 @@ pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// `MIGRATIONS[n]` moves a file from version `n` to `n + 1`. Never edit one that has shipped:
 /// add the next.
-pub(super) const MIGRATIONS: [&str; 2] = [
+pub(super) const MIGRATIONS: [&str; 3] = [
     // 1: tasks, their participants, history and journal.
     "CREATE TABLE IF NOT EXISTS tasks (
          id TEXT PRIMARY KEY,
@@ -49,6 +49,18 @@ pub(super) const MIGRATIONS: [&str; 2] = [
          task_id TEXT NOT NULL REFERENCES tasks (id),
          PRIMARY KEY (owner, message_id)
      );",
+    // 3: a record's parts in columns of their own, so a change writes only the parts it
+    // touched (`store::columns`); `record` keeps the id, context, metadata and owner. The
+    // participant index by task, so rewriting one task's entries does not scan every task's.
+    "ALTER TABLE tasks ADD COLUMN status TEXT NOT NULL DEFAULT '{}';
+     ALTER TABLE tasks ADD COLUMN artifacts TEXT NOT NULL DEFAULT '[]';
+     ALTER TABLE tasks ADD COLUMN ext TEXT NOT NULL DEFAULT '{}';
+     UPDATE tasks SET
+         status = json_extract(record, '$.status'),
+         artifacts = COALESCE(json_extract(record, '$.artifacts'), '[]'),
+         ext = json_extract(record, '$.ext'),
+         record = json_remove(record, '$.status', '$.artifacts', '$.ext');
+     CREATE INDEX IF NOT EXISTS task_participants_by_task ON task_participants (task_id);",
 ];
 
 /// Brings the file to [`SCHEMA_VERSION`], one migration at a time.

@@ -3,6 +3,7 @@
 use super::*;
 use crate::a2a::types::{Role, TaskStatus};
 use crate::tasks::extension::TaskExtension;
+use rusqlite::params;
 
 fn record(id: &str, owner: &str, state: TaskState) -> TaskRecord {
     TaskRecord {
@@ -184,9 +185,17 @@ fn a_creating_message_finds_its_task_for_its_owner_only() {
 }
 
 #[test]
-fn a_version_1_file_opens_keeps_its_tasks_and_gains_the_creations_table() {
+fn a_version_1_file_opens_keeps_its_tasks_whole_and_gains_the_later_tables_and_columns() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v1.db");
+    let mut old = record("old", "alice", TaskState::Working);
+    old.artifacts.push(crate::a2a::types::Artifact {
+        artifact_id: "a1".into(),
+        name: "answer".into(),
+        parts: vec![crate::a2a::types::Part::text("42")],
+        ..Default::default()
+    });
+    old.metadata.insert("k".into(), "v".into());
     {
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(&format!(
@@ -194,7 +203,6 @@ fn a_version_1_file_opens_keeps_its_tasks_and_gains_the_creations_table() {
             schema::MIGRATIONS[0]
         ))
         .unwrap();
-        let old = record("old", "alice", TaskState::Working);
         conn.execute(
             "INSERT INTO tasks (id, context_id, state, updated_at, created_seq, updated_seq, record) \
              VALUES ('old', 'ctx', 'TASK_STATE_WORKING', '', 1, 1, ?1)",
@@ -208,8 +216,12 @@ fn a_version_1_file_opens_keeps_its_tasks_and_gains_the_creations_table() {
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, schema::SCHEMA_VERSION);
-    assert_eq!(version, 2);
-    assert_eq!(store.task("old").unwrap().unwrap().owner, "alice");
+    assert_eq!(version, 3);
+    let read = store.task("old").unwrap().unwrap();
+    assert_eq!(
+        read, old,
+        "the record is whole after its parts moved to columns"
+    );
     store
         .write(|tx| tx.record_creation("alice", "m1", "old"))
         .unwrap();
@@ -231,4 +243,146 @@ fn a_file_from_a_newer_build_is_refused() {
         .unwrap();
     let err = Store::open(&path).err().expect("refused").to_string();
     assert!(err.contains("newer tiny-harness"), "{err}");
+}
+
+#[tokio::test]
+// The lock is held on purpose, so the writes queue up behind it (a current-thread runtime: the
+// writer thread, not this task, is what waits for it).
+#[allow(clippy::await_holding_lock)]
+async fn writes_queued_together_commit_together_and_a_failing_one_leaves_the_others_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("batch.db")).unwrap());
+    let held = store.lock();
+    let mut queued = Vec::new();
+    for id in ["t1", "t2", "bad", "t3"] {
+        let store = store.clone();
+        queued.push(tokio::spawn(async move {
+            store
+                .write_queued(move |tx| {
+                    tx.insert_task(&record(id, "alice", TaskState::Working))?;
+                    if id == "bad" {
+                        return Err(StoreError::Corrupt(
+                            serde_json::from_str::<u8>("x").unwrap_err(),
+                        ));
+                    }
+                    tx.append_message(id, &message("hello"))
+                })
+                .await
+        }));
+    }
+    // Every write is queued (the spawned tasks ran at this await) while the connection is held.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    drop(held);
+    let mut outcomes = Vec::new();
+    for write in queued {
+        outcomes.push(write.await.unwrap().is_ok());
+    }
+    assert_eq!(outcomes, [true, true, false, true]);
+    assert_eq!(store.write_counts().writes(), 3);
+    assert_eq!(
+        store.write_counts().commits(),
+        1,
+        "one transaction for the batch"
+    );
+    for id in ["t1", "t2", "t3"] {
+        assert_eq!(
+            store.history(id, None).unwrap().len(),
+            1,
+            "{id} landed whole"
+        );
+    }
+    assert!(
+        store.task("bad").unwrap().is_none(),
+        "the failed write left nothing"
+    );
+}
+
+#[tokio::test]
+async fn a_queued_write_is_read_back_at_once_from_a_reader_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("read.db")).unwrap();
+    for n in 0..20 {
+        let id = format!("t{n}");
+        let written = id.clone();
+        store
+            .write_queued(move |tx| tx.insert_task(&record(&written, "alice", TaskState::Working)))
+            .await
+            .unwrap();
+        assert!(
+            store.task(&id).unwrap().is_some(),
+            "{id} is visible once acknowledged"
+        );
+    }
+}
+
+#[test]
+fn a_status_change_rewrites_the_status_and_leaves_the_artifacts_column_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("parts.db")).unwrap();
+    let mut task = record("t1", "alice", TaskState::Working);
+    task.artifacts.push(crate::a2a::types::Artifact {
+        artifact_id: "a1".into(),
+        parts: vec![crate::a2a::types::Part::text("big")],
+        ..Default::default()
+    });
+    store.write(|tx| tx.insert_task(&task)).unwrap();
+    // Make the stored artifacts recognisable: an unchanged part is not rewritten.
+    store
+        .lock()
+        .execute(
+            "UPDATE tasks SET artifacts = json_set(artifacts, '$[0].name', 'kept') WHERE id = 't1'",
+            [],
+        )
+        .unwrap();
+    let mut after = task.clone();
+    after.status.state = TaskState::Completed;
+    store
+        .write(|tx| tx.write_change(Some(&task), &after))
+        .unwrap();
+    let read = store.task("t1").unwrap().unwrap();
+    assert_eq!(read.state(), TaskState::Completed);
+    assert_eq!(
+        read.artifacts[0].name, "kept",
+        "the artifacts were not rewritten"
+    );
+    // Without a `before`, every part is written.
+    store.write(|tx| tx.update_task(&task)).unwrap();
+    assert_eq!(store.task("t1").unwrap().unwrap(), task);
+}
+
+#[test]
+fn cached_statements_are_not_prepared_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("prepared.db");
+    let store = Store::open(&path).unwrap();
+    for id in ["t1", "t2", "t3"] {
+        store
+            .write(|tx| {
+                tx.insert_task(&record(id, "alice", TaskState::Working))?;
+                tx.append_message(id, &message("hello"))?;
+                tx.append_journal(id, &serde_json::json!({"step": 1}))
+            })
+            .unwrap();
+    }
+    let conn = store.lock();
+    let keyed = [
+        (queries::MESSAGES_AFTER, 2),
+        (queries::HISTORY, 2),
+        (queries::JOURNAL, 1),
+        (queries::NEXT_MESSAGE_SEQ, 1),
+        (queries::NEXT_JOURNAL_SEQ, 1),
+    ];
+    for (sql, parameters) in keyed {
+        let mut stmt = conn.prepare(sql).unwrap();
+        for id in ["t1", "t2", "t3", "t1"] {
+            let mut rows = if parameters == 2 {
+                stmt.query(params![id, 0]).unwrap()
+            } else {
+                stmt.query(params![id]).unwrap()
+            };
+            while rows.next().unwrap().is_some() {}
+        }
+        let again = stmt.get_status(rusqlite::StatementStatus::RePrepare);
+        assert_eq!(again, 0, "prepared again on a new task id: {sql}");
+    }
 }

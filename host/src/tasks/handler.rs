@@ -98,18 +98,20 @@ impl Tasks {
         if !record.state().is_settled() {
             return self.subscription(id, None);
         }
-        let (closed, events) = tokio::sync::broadcast::channel(1);
-        drop(closed);
         Ok(Subscription {
             snapshot: self.render(&record, None, true)?,
-            events,
+            events: super::events::TaskEvents::closed(),
         })
     }
 
     /// Creates a task from its first message. A message id the sender already created a task
     /// with gives that task back; a brief that asks for more than the sender may is refused
     /// whole, before anything is written.
-    fn create(&self, sender: &Caller, mut message: Message) -> Result<Subscription, TaskError> {
+    async fn create(
+        &self,
+        sender: &Caller,
+        mut message: Message,
+    ) -> Result<Subscription, TaskError> {
         let Caller {
             participant_id: sender,
             trusted,
@@ -161,19 +163,29 @@ impl Tasks {
             owner: sender.to_string(),
         };
         let message_id = message.message_id.clone();
-        let created = self.hub.create(&record, &message_id, |tx| {
-            tx.append_message(&id, &message)?;
-            Ok(())
-        })?;
+        // Nothing changes the new task before its loop starts, below: the snapshot is the
+        // record and the message as written, with no read back.
+        let snapshot = record.to_task(Some(vec![message.clone()]), true);
+        let created = self
+            .hub
+            .create(record, message_id, move |tx| {
+                tx.append_message(&message.task_id, &message)?;
+                Ok(())
+            })
+            .await?;
         if let Created::Existing(existing) = created {
             return self.existing(&existing);
         }
-        let subscription = self.subscription(&id, None)?;
+        let events = self.hub.subscribe(&id);
         self.engine.start(&id);
-        Ok(subscription)
+        Ok(Subscription { snapshot, events })
     }
 
-    fn continue_task(&self, sender: &str, mut message: Message) -> Result<Subscription, TaskError> {
+    async fn continue_task(
+        &self,
+        sender: &str,
+        mut message: Message,
+    ) -> Result<Subscription, TaskError> {
         let id = message.task_id.clone();
         let record = self.visible(sender, &id)?;
         if record.state().is_terminal() {
@@ -201,13 +213,16 @@ impl Tasks {
             .entry("participant_id")
             .or_insert_with(|| sender.into());
         let events = self.hub.subscribe(&id);
-        let outcome = self.hub.change(&id, |rec, tx| {
-            if let Some(change) = &change {
-                change.apply(&mut rec.ext);
-            }
-            tx.append_message(&id, &message)?;
-            Ok(())
-        })?;
+        let outcome = self
+            .hub
+            .change(&id, move |rec, tx| {
+                if let Some(change) = &change {
+                    change.apply(&mut rec.ext);
+                }
+                tx.append_message(&rec.id.clone(), &message)?;
+                Ok(())
+            })
+            .await?;
         match outcome {
             Change::Applied(record, ()) => {
                 self.engine.wake(&id);
@@ -251,9 +266,10 @@ impl TaskService for Tasks {
         let sender = sender_of(caller, &request.message)?;
         refuse_reserved_metadata(&request.message)?;
         if request.message.task_id.is_empty() {
-            self.create(&sender, request.message)
+            self.create(&sender, request.message).await
         } else {
             self.continue_task(&sender.participant_id, request.message)
+                .await
         }
     }
 
@@ -327,17 +343,20 @@ impl TaskService for Tasks {
             });
         }
         let who = caller.participant_id.clone();
-        let outcome = self.hub.change(id, |rec, tx| {
-            let message =
-                Message::agent_text(&rec.id, &rec.context_id, format!("canceled by {who}"));
-            tx.append_message(&rec.id, &message)?;
-            rec.status = TaskStatus {
-                state: TaskState::Canceled,
-                message: Some(message),
-                timestamp: Some(timestamp_now()),
-            };
-            Ok(())
-        })?;
+        let outcome = self
+            .hub
+            .change(id, move |rec, tx| {
+                let message =
+                    Message::agent_text(&rec.id, &rec.context_id, format!("canceled by {who}"));
+                tx.append_message(&rec.id, &message)?;
+                rec.status = TaskStatus {
+                    state: TaskState::Canceled,
+                    message: Some(message),
+                    timestamp: Some(timestamp_now()),
+                };
+                Ok(())
+            })
+            .await?;
         match outcome {
             Change::Applied(record, ()) => {
                 self.engine.cancel(id);

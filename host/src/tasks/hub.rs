@@ -2,20 +2,14 @@
 //! transaction, never applied to a task that is already terminal, and announced to subscribers
 //! after it has landed.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use tokio::sync::broadcast;
-
+use super::events::{Channels, TaskEvents};
 use super::record::TaskRecord;
 use crate::a2a::types::{
     StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent,
 };
 use crate::store::{Store, StoreError, Tx};
-
-/// Events buffered per task for slow subscribers; one that falls further behind resynchronises
-/// from the task itself.
-const EVENT_BUFFER: usize = 256;
 
 /// The outcome of [`TaskHub::change`].
 #[derive(Debug)]
@@ -40,7 +34,7 @@ pub enum Created {
 /// The store plus one event channel per followed task.
 pub struct TaskHub {
     store: Arc<Store>,
-    channels: Mutex<HashMap<String, broadcast::Sender<StreamResponse>>>,
+    channels: Channels,
 }
 
 impl TaskHub {
@@ -48,7 +42,7 @@ impl TaskHub {
     pub fn new(store: Arc<Store>) -> TaskHub {
         TaskHub {
             store,
-            channels: Mutex::new(HashMap::new()),
+            channels: Channels::default(),
         }
     }
 
@@ -59,12 +53,13 @@ impl TaskHub {
 
     /// A receiver of the task's future events. Call before reading the snapshot, so that nothing
     /// between the two is missed.
-    pub fn subscribe(&self, task_id: &str) -> broadcast::Receiver<StreamResponse> {
-        let mut channels = self.lock();
-        channels
-            .entry(task_id.to_string())
-            .or_insert_with(|| broadcast::channel(EVENT_BUFFER).0)
-            .subscribe()
+    pub fn subscribe(&self, task_id: &str) -> TaskEvents {
+        self.channels.subscribe(task_id)
+    }
+
+    /// How many tasks somebody follows (each has an event channel while followed).
+    pub fn followed_tasks(&self) -> usize {
+        self.channels.len()
     }
 
     /// Inserts a new task with whatever else `f` writes, and records that the owner's message
@@ -72,50 +67,56 @@ impl TaskHub {
     /// task, nothing is written and that task is named instead: a client that resends a message
     /// it got no answer to gets its task, not a twin. The check and the insert share the
     /// transaction, so two resends racing each other still make one task.
-    pub fn create(
+    pub async fn create(
         &self,
-        record: &TaskRecord,
-        message_id: &str,
-        f: impl FnOnce(&mut Tx<'_>) -> Result<(), StoreError>,
+        record: TaskRecord,
+        message_id: String,
+        f: impl FnOnce(&mut Tx<'_>) -> Result<(), StoreError> + Send + 'static,
     ) -> Result<Created, StoreError> {
-        self.store.write(|tx| {
-            if message_id.is_empty() {
-                tx.insert_task(record)?;
+        self.store
+            .write_queued(move |tx| {
+                if message_id.is_empty() {
+                    tx.insert_task(&record)?;
+                    f(tx)?;
+                    return Ok(Created::New);
+                }
+                if let Some(existing) = tx.task_created_by(&record.owner, &message_id)? {
+                    return Ok(Created::Existing(existing));
+                }
+                tx.insert_task(&record)?;
+                tx.record_creation(&record.owner, &message_id, &record.id)?;
                 f(tx)?;
-                return Ok(Created::New);
-            }
-            if let Some(existing) = tx.task_created_by(&record.owner, message_id)? {
-                return Ok(Created::Existing(existing));
-            }
-            tx.insert_task(record)?;
-            tx.record_creation(&record.owner, message_id, &record.id)?;
-            f(tx)?;
-            Ok(Created::New)
-        })
+                Ok(Created::New)
+            })
+            .await
     }
 
     /// Applies `f` to the task and writes the result in one transaction, with whatever else `f`
     /// writes (journal entries, messages). A terminal task is left untouched. Status and artifact
     /// changes are published once the transaction has committed.
-    pub fn change<T>(
-        &self,
-        task_id: &str,
-        f: impl FnOnce(&mut TaskRecord, &mut Tx<'_>) -> Result<T, StoreError>,
-    ) -> Result<Change<T>, StoreError> {
-        let outcome = self.store.write(|tx| {
-            let Some(before) = tx.task(task_id)? else {
-                return Ok(None);
-            };
-            if before.state().is_terminal() {
-                return Ok(Some(Err(before)));
-            }
-            let mut after = before.clone();
-            let value = f(&mut after, tx)?;
-            if after != before {
-                tx.update_task(&after)?;
-            }
-            Ok(Some(Ok((before, after, value))))
-        })?;
+    pub async fn change<T, F>(&self, task_id: &str, f: F) -> Result<Change<T>, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut TaskRecord, &mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+    {
+        let id = task_id.to_string();
+        let outcome = self
+            .store
+            .write_queued(move |tx| {
+                let Some(before) = tx.task(&id)? else {
+                    return Ok(None);
+                };
+                if before.state().is_terminal() {
+                    return Ok(Some(Err(before)));
+                }
+                let mut after = before.clone();
+                let value = f(&mut after, tx)?;
+                if after != before {
+                    tx.write_change(Some(&before), &after)?;
+                }
+                Ok(Some(Ok((before, after, value))))
+            })
+            .await?;
         Ok(match outcome {
             Some(Ok((before, after, value))) => {
                 self.publish(&before, &after);
@@ -131,30 +132,37 @@ impl TaskHub {
     /// so that a canceled or failed parent still says how each child it canceled ended; its
     /// status, history, artifacts and journal never change, and nothing is announced. Returns
     /// whether the row changed. On a task still running, use [`TaskHub::change`].
-    pub fn settle_subtask_row(
+    pub async fn settle_subtask_row(
         &self,
         task_id: &str,
         child: &str,
         state: TaskState,
     ) -> Result<bool, StoreError> {
-        self.store.write(|tx| {
-            let Some(mut record) = tx.task(task_id)? else {
-                return Ok(false);
-            };
-            if !record.state().is_terminal() {
-                return Ok(false);
-            }
-            let Some(link) = record.ext.sub_tasks.iter_mut().find(|l| l.task_id == child) else {
-                return Ok(false);
-            };
-            let known = link.state.as_deref().and_then(TaskState::from_wire);
-            if known.is_some_and(TaskState::is_terminal) || known == Some(state) {
-                return Ok(false);
-            }
-            link.state = Some(state.wire_name().to_string());
-            tx.update_task(&record)?;
-            Ok(true)
-        })
+        let (task_id, child) = (task_id.to_string(), child.to_string());
+        self.store
+            .write_queued(move |tx| {
+                let Some(mut record) = tx.task(&task_id)? else {
+                    return Ok(false);
+                };
+                if !record.state().is_terminal() {
+                    return Ok(false);
+                }
+                let Some(at) = record.ext.sub_tasks.iter().position(|l| l.task_id == child) else {
+                    return Ok(false);
+                };
+                let known = record.ext.sub_tasks[at]
+                    .state
+                    .as_deref()
+                    .and_then(TaskState::from_wire);
+                if known.is_some_and(TaskState::is_terminal) || known == Some(state) {
+                    return Ok(false);
+                }
+                let before = record.clone();
+                record.ext.sub_tasks[at].state = Some(state.wire_name().to_string());
+                tx.write_change(Some(&before), &record)?;
+                Ok(true)
+            })
+            .await
     }
 
     fn publish(&self, before: &TaskRecord, after: &TaskRecord) {
@@ -182,24 +190,8 @@ impl TaskHub {
         if events.is_empty() {
             return;
         }
-        let mut channels = self.lock();
-        if let Some(sender) = channels.get(&after.id) {
-            for event in events {
-                // No receiver left is not an error: nobody is following the task.
-                let _ = sender.send(event);
-            }
-            if after.state().is_terminal() {
-                // Dropping the sender ends every stream after its last event.
-                channels.remove(&after.id);
-            }
-        }
-    }
-
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, broadcast::Sender<StreamResponse>>> {
+        // A terminal task's channel goes: every stream ends after its last event.
         self.channels
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .publish(&after.id, events, after.state().is_terminal());
     }
 }

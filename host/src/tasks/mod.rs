@@ -4,6 +4,7 @@
 
 pub mod creator;
 pub mod envelope;
+pub mod events;
 pub mod extension;
 pub mod handler;
 pub mod hub;

@@ -1,11 +1,9 @@
 //! The seam between the protocol server and the harness: what a caller can do to tasks.
 
 use async_trait::async_trait;
-use tokio::sync::broadcast;
 
-use crate::a2a::types::{
-    ListTasksRequest, ListTasksResponse, SendMessageRequest, StreamResponse, Task, TaskState,
-};
+use super::events::TaskEvents;
+use crate::a2a::types::{ListTasksRequest, ListTasksResponse, SendMessageRequest, Task, TaskState};
 
 /// The participant id of a caller that names none.
 pub const ANONYMOUS_PARTICIPANT: &str = "user";
@@ -44,7 +42,7 @@ pub struct Subscription {
     pub snapshot: Task,
     /// Status and artifact updates after `snapshot`. A receiver that lags should resynchronise
     /// with `get_task`.
-    pub events: broadcast::Receiver<StreamResponse>,
+    pub events: TaskEvents,
 }
 
 /// Why a request about a task was refused. Each maps to one A2A error.

@@ -17,6 +17,7 @@ use tiny_harness::a2a::types::{
     SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
+use tiny_harness::tasks::events::{TaskEvent, TaskEvents};
 use tiny_harness::tasks::{Caller, Delegators, Subscription, TaskError, TaskService};
 
 /// A message with this text leaves its task WORKING until it is canceled.
@@ -27,7 +28,7 @@ pub const PANIC_ID: &str = "panic";
 struct Entry {
     task: Task,
     owner: String,
-    events: broadcast::Sender<StreamResponse>,
+    events: broadcast::Sender<TaskEvent>,
 }
 
 /// Creates each task SUBMITTED, then a worker moves it to WORKING and, ~50 ms later, COMPLETED
@@ -61,14 +62,14 @@ impl FakeTasks {
             message,
             timestamp: None,
         };
-        let _ = entry
-            .events
-            .send(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        let _ = entry.events.send(Arc::new(StreamResponse::StatusUpdate(
+            TaskStatusUpdateEvent {
                 task_id: id.to_string(),
                 context_id: entry.task.context_id.clone(),
                 status: entry.task.status.clone(),
                 metadata: None,
-            }));
+            },
+        )));
     }
 
     fn visible(&self, caller: &Caller, id: &str) -> Result<Task, TaskError> {
@@ -120,7 +121,7 @@ impl TaskService for FakeTasks {
         });
         Ok(Subscription {
             snapshot: task,
-            events: receiver,
+            events: TaskEvents::from_receiver(receiver),
         })
     }
 
@@ -181,7 +182,7 @@ impl TaskService for FakeTasks {
                 }
                 Ok(Subscription {
                     snapshot: entry.task.clone(),
-                    events: entry.events.subscribe(),
+                    events: TaskEvents::from_receiver(entry.events.subscribe()),
                 })
             }
             _ => Err(TaskError::NotFound(id.to_string())),

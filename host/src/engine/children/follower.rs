@@ -40,7 +40,7 @@ pub(super) async fn run(
                 "{agent} cannot be reached from this harness: {}",
                 err.message
             );
-            fail(children, parent, child, agent, &reason);
+            fail(children, parent, child, agent, &reason).await;
             return;
         }
     };
@@ -78,14 +78,16 @@ async fn past_deadline(
     if let Ok(Ok(task)) = super::cancel_on_agent(client, child).await {
         let state = task.status.state;
         if state.is_terminal() && state != TaskState::Canceled {
-            children.report(parent, child, agent, &news_of(&task, agent));
+            children
+                .report(parent, child, agent, &news_of(&task, agent))
+                .await;
             return;
         }
     }
     let reason = format!(
         "it did not finish within limits.subtask_deadline_secs ({limit} s), so it was canceled"
     );
-    fail(children, parent, child, agent, &reason);
+    fail(children, parent, child, agent, &reason).await;
 }
 
 struct Follower<'a> {
@@ -108,17 +110,17 @@ impl Follower<'_> {
         loop {
             match self.client.get_task(self.child, Some(0)).await {
                 Ok(task) => {
-                    if self.heard(&task) {
+                    if self.heard(&task).await {
                         return;
                     }
                 }
                 Err(err) if err.rpc_code() == Some(TASK_NOT_FOUND) => {
                     let reason = format!("{} no longer knows task {}", self.agent, self.child);
-                    fail(self.children, self.parent, self.child, self.agent, &reason);
+                    fail(self.children, self.parent, self.child, self.agent, &reason).await;
                     return;
                 }
                 Err(err) => {
-                    if self.gave_up(&err) {
+                    if self.gave_up(&err).await {
                         return;
                     }
                     tokio::time::sleep(interval).await;
@@ -177,21 +179,22 @@ impl Follower<'_> {
     }
 
     /// Reports the child as it is; true when it has ended.
-    fn heard(&mut self, task: &Task) -> bool {
+    async fn heard(&mut self, task: &Task) -> bool {
         self.last_answer = Instant::now();
         let state = task.status.state;
         if self.last_state != Some(state) {
             self.last_state = Some(state);
             let news = news_of(task, self.agent);
             self.children
-                .report(self.parent, self.child, self.agent, &news);
+                .report(self.parent, self.child, self.agent, &news)
+                .await;
         }
         state.is_terminal()
     }
 
     /// After a failed call: true (and the child FAILED for the parent) once the agent has not
     /// answered for longer than the configured bound.
-    fn gave_up(&self, err: &ClientError) -> bool {
+    async fn gave_up(&self, err: &ClientError) -> bool {
         let silent = self.last_answer.elapsed();
         if silent < self.children.settings.unreachable_after {
             tracing::debug!(parent = %self.parent, child = %self.child, "sub-task's agent did not answer: {}", self.children.redactor.mask_only(&err.to_string()));
@@ -204,18 +207,18 @@ impl Follower<'_> {
             silent.as_secs(),
             describe(err)
         );
-        fail(self.children, self.parent, self.child, self.agent, &reason);
+        fail(self.children, self.parent, self.child, self.agent, &reason).await;
         true
     }
 }
 
 /// Ends the child FAILED for the parent with the reason.
-fn fail(children: &Children, parent: &str, child: &str, agent: &str, reason: &str) {
+async fn fail(children: &Children, parent: &str, child: &str, agent: &str, reason: &str) {
     let news = ChildNews {
         state: TaskState::Failed,
         note: Some(note_text(child, agent, TaskState::Failed, reason)),
     };
-    children.report(parent, child, agent, &news);
+    children.report(parent, child, agent, &news).await;
 }
 
 /// A call's failure without the agent's URL, which the model must not read.

@@ -335,7 +335,7 @@ impl Children {
                     state: task.status.state,
                     note: None,
                 };
-                if let Err(err) = report::record(&self.hub, parent, child, agent, &news) {
+                if let Err(err) = report::record(&self.hub, parent, child, agent, &news).await {
                     tracing::error!(%parent, %child, "cannot record the sub-task's state: {err}");
                 }
             }
@@ -355,7 +355,7 @@ impl Children {
 
     /// Records a child's news on its parent and wakes the parent when its model has something
     /// to read.
-    fn report(&self, parent: &str, child: &str, agent: &str, news: &ChildNews) {
+    async fn report(&self, parent: &str, child: &str, agent: &str, news: &ChildNews) {
         let news = ChildNews {
             state: news.state,
             note: news
@@ -363,7 +363,7 @@ impl Children {
                 .as_deref()
                 .map(|note| self.redactor.mask_only(note)),
         };
-        match report::record(&self.hub, parent, child, agent, &news) {
+        match report::record(&self.hub, parent, child, agent, &news).await {
             Ok(true) => self.wakes.wake(parent),
             Ok(false) => {}
             Err(err) => {

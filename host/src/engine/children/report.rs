@@ -93,46 +93,52 @@ fn is_participant_task(task: &Task) -> bool {
 /// changed, so a repeated report adds nothing. A parent that has ended takes no note; only its
 /// row learns how the child ended ([`TaskHub::settle_subtask_row`]). Returns whether a note was
 /// written (the parent's loop should wake).
-pub fn record(
+pub async fn record(
     hub: &TaskHub,
     parent: &str,
     child: &str,
     agent: &str,
     news: &ChildNews,
 ) -> Result<bool, StoreError> {
-    let change = hub.change(parent, |record, tx| {
-        let Some(link) = record.ext.sub_tasks.iter_mut().find(|l| l.task_id == child) else {
-            return Ok(false);
-        };
-        let known = link.state.as_deref().and_then(TaskState::from_wire);
-        if known.is_some_and(TaskState::is_terminal) || known == Some(news.state) {
-            return Ok(false);
-        }
-        link.state = Some(news.state.wire_name().to_string());
-        let Some(text) = &news.note else {
-            return Ok(false);
-        };
-        let mut message = Message {
-            message_id: uuid::Uuid::new_v4().to_string(),
-            context_id: record.context_id.clone(),
-            task_id: record.id.clone(),
-            role: Role::Agent,
-            parts: vec![Part::text(text.clone())],
-            ..Message::default()
-        };
-        let mut metadata = serde_json::Map::new();
-        metadata.insert(
-            CHILD_REPORT_KEY.to_string(),
-            json!({ "task_id": child, "agent": agent, "state": news.state.wire_name() }),
-        );
-        message.metadata = Some(metadata);
-        tx.append_message(parent, &message)?;
-        Ok(true)
-    })?;
+    let child_id = child.to_string();
+    let (child, agent, written) = (child.to_string(), agent.to_string(), news.clone());
+    let change = hub
+        .change(parent, move |record, tx| {
+            let news = written;
+            let Some(link) = record.ext.sub_tasks.iter_mut().find(|l| l.task_id == child) else {
+                return Ok(false);
+            };
+            let known = link.state.as_deref().and_then(TaskState::from_wire);
+            if known.is_some_and(TaskState::is_terminal) || known == Some(news.state) {
+                return Ok(false);
+            }
+            link.state = Some(news.state.wire_name().to_string());
+            let Some(text) = &news.note else {
+                return Ok(false);
+            };
+            let mut message = Message {
+                message_id: uuid::Uuid::new_v4().to_string(),
+                context_id: record.context_id.clone(),
+                task_id: record.id.clone(),
+                role: Role::Agent,
+                parts: vec![Part::text(text.clone())],
+                ..Message::default()
+            };
+            let mut metadata = serde_json::Map::new();
+            metadata.insert(
+                CHILD_REPORT_KEY.to_string(),
+                json!({ "task_id": child, "agent": agent, "state": news.state.wire_name() }),
+            );
+            message.metadata = Some(metadata);
+            tx.append_message(&record.id, &message)?;
+            Ok(true)
+        })
+        .await?;
     match change {
         Change::Applied(_, wrote_note) => Ok(wrote_note),
         Change::Terminal(_) => {
-            hub.settle_subtask_row(parent, child, news.state)?;
+            hub.settle_subtask_row(parent, &child_id, news.state)
+                .await?;
             Ok(false)
         }
         Change::Missing => Ok(false),

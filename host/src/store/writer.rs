@@ -1,0 +1,196 @@
+//! The store's writer: a thread of its own that owns the write connection's turn, takes every
+//! write queued since its last commit and commits them together (group commit). An async caller
+//! awaits its answer without holding an executor thread; the commit, not the caller, is what the
+//! answer waits for, so an acknowledged change is in the WAL before anyone hears of it.
+//!
+//! Each queued write runs inside a savepoint of the shared transaction: one that fails is rolled
+//! back alone, and its caller gets its own error; the others commit.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use rusqlite::Connection;
+
+use super::checkpoint::Checkpointer;
+use super::{StoreError, Tx, lock};
+
+/// The most writes one transaction carries. A bound keeps each commit's WAL frames and the wait
+/// of the first write in a batch small under a flood.
+pub(super) const MAX_BATCH: usize = 64;
+
+/// What a committed (`None`) or failed (`Some(reason)`) commit tells a queued write's caller.
+type Finish = Box<dyn FnOnce(Option<&str>) + Send>;
+/// A queued write: runs in the batch's transaction and says how to answer its caller; `Err` when
+/// the write failed and its savepoint is to be rolled back.
+type Job = Box<dyn FnOnce(&mut Tx<'_>) -> Result<Finish, Finish> + Send>;
+
+/// Counts of what the store wrote, for tests and benchmarks.
+#[derive(Debug, Default)]
+pub struct WriteCounts {
+    writes: AtomicU64,
+    commits: AtomicU64,
+}
+
+impl WriteCounts {
+    /// Writes that landed (each caller's `write`, however they were batched).
+    pub fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    /// Transactions committed: fewer than writes when writes were committed together.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn landed(&self, writes: u64) {
+        self.writes.fetch_add(writes, Ordering::Relaxed);
+        self.commits.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The queue to the writer thread, and the thread.
+pub(super) struct Writer {
+    queue: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Writer {
+    /// Starts the writer thread over the write connection.
+    pub(super) fn start(
+        conn: Arc<Mutex<Connection>>,
+        counts: Arc<WriteCounts>,
+        checkpointer: Option<Arc<Checkpointer>>,
+    ) -> Result<Writer, StoreError> {
+        let (queue, jobs) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || run(&conn, &jobs, &counts, checkpointer.as_deref()))
+            .map_err(StoreError::Thread)?;
+        Ok(Writer {
+            queue: Some(queue),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues `f` and waits for the commit that carries it.
+    pub(super) async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+    {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |tx| match f(tx) {
+            Ok(value) => Ok(Box::new(move |failed: Option<&str>| {
+                let _ = answer.send(match failed {
+                    None => Ok(value),
+                    Some(reason) => Err(StoreError::Commit(reason.to_string())),
+                });
+            })),
+            Err(err) => Err(Box::new(move |_| {
+                let _ = answer.send(Err(err));
+            })),
+        });
+        let queue = self.queue.as_ref().ok_or(StoreError::NotWritten)?;
+        queue.send(job).map_err(|_| StoreError::NotWritten)?;
+        // A write that was never run (the transaction could not begin) or whose closure
+        // panicked is dropped with its sender: the caller hears that it did not land.
+        answered.await.unwrap_or(Err(StoreError::NotWritten))
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Closing the queue ends the thread once what is queued has landed.
+        self.queue.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn run(
+    conn: &Mutex<Connection>,
+    jobs: &mpsc::Receiver<Job>,
+    counts: &WriteCounts,
+    checkpointer: Option<&Checkpointer>,
+) {
+    while let Ok(first) = jobs.recv() {
+        // The connection first, then the queue: what was queued while a direct `write` held
+        // the connection joins this batch.
+        let conn = lock(conn);
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        commit_batch(&conn, batch, counts);
+        drop(conn);
+        if let Some(checkpointer) = checkpointer {
+            checkpointer.committed();
+        }
+    }
+}
+
+/// Runs the batch in one transaction, each write in its own savepoint, commits, then answers
+/// every caller.
+fn commit_batch(conn: &Connection, batch: Vec<Job>, counts: &WriteCounts) {
+    let mut finishes: Vec<Finish> = Vec::with_capacity(batch.len());
+    if let Err(err) = execute(conn, "BEGIN IMMEDIATE") {
+        // Dropped unrun: each caller hears that its write did not land.
+        tracing::error!("the store could not begin a write: {err}");
+        return;
+    }
+    let mut landed = 0;
+    for job in batch {
+        if let Err(err) = execute(conn, "SAVEPOINT write") {
+            tracing::error!("the store could not open a savepoint: {err}");
+            continue;
+        }
+        let mut tx = Tx { conn };
+        let outcome = catch_unwind(AssertUnwindSafe(|| job(&mut tx)));
+        match outcome {
+            Ok(Ok(finish)) => {
+                finishes.push(finish);
+                landed += 1;
+                let _ = execute(conn, "RELEASE write");
+            }
+            Ok(Err(finish)) => {
+                // Its own error: its changes go, the batch's others stay.
+                let _ = execute(conn, "ROLLBACK TO write");
+                let _ = execute(conn, "RELEASE write");
+                finishes.push(finish);
+            }
+            Err(_) => {
+                // The panic is reported by the panic hook; the write's changes go.
+                let _ = execute(conn, "ROLLBACK TO write");
+                let _ = execute(conn, "RELEASE write");
+            }
+        }
+    }
+    match execute(conn, "COMMIT") {
+        Ok(()) => {
+            counts.landed(landed);
+            for finish in finishes {
+                finish(None);
+            }
+        }
+        Err(err) => {
+            let _ = execute(conn, "ROLLBACK");
+            let reason = err.to_string();
+            tracing::error!("the store could not commit: {reason}");
+            for finish in finishes {
+                finish(Some(&reason));
+            }
+        }
+    }
+}
+
+fn execute(conn: &Connection, sql: &str) -> Result<(), rusqlite::Error> {
+    conn.prepare_cached(sql)?.execute([])?;
+    Ok(())
+}
