@@ -157,9 +157,7 @@ impl Parts {
             ..Message::default()
         };
         self.hub
-            .change(TASK_ID, |rec, tx| {
-                tx.append_message(&rec.id.clone(), &message)
-            })
+            .change(TASK_ID, |rec, tx| tx.append_message(&rec.id, &message))
             .expect("message stored");
     }
 
@@ -167,7 +165,7 @@ impl Parts {
         self.hub
             .change(TASK_ID, |rec, tx| {
                 for entry in entries {
-                    tx.append_journal(&rec.id.clone(), entry)?;
+                    tx.append_journal(&rec.id, entry)?;
                 }
                 Ok(())
             })
