@@ -3,8 +3,8 @@
 //! 50-agent roster in the static prefix, dispatch the model's tool call (`create_plan`) through
 //! the real plugin host, and journal the steps, each in its own transaction through the task hub
 //! as the engine does (three steps: the drained message, the model call, the tool result).
-//! Criterion prints the mean and median of a turn; then this bench times `P99_TURNS` turns one by
-//! one and prints their median and p99. The message's arrival is not timed: it is the request's
+//! Criterion prints the mean and median of a turn and of each part alone; then this bench times
+//! `P99_TURNS` turns one by one and prints their median and p99. The message's arrival is not timed: it is the request's
 //! work, not the turn's.
 //!
 //! `cargo bench -p tiny-harness --bench turn`
@@ -22,7 +22,7 @@ use tiny_harness::agents::{Caps, Registry, Roster, build_roster, render_agents};
 use tiny_harness::config::{AgentConfig, Config};
 use tiny_harness::context::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
 use tiny_harness::engine::journal::JournalEntry;
-use tiny_harness::engine::{HostEffects, ToolContext, ToolHost};
+use tiny_harness::engine::{HostEffects, ToolContext, ToolHost, ToolOutcome};
 use tiny_harness::model::{ModelReply, ToolCall, ToolSpec};
 use tiny_harness::plugins::{PluginHost, PluginSettings};
 use tiny_harness::runtime::prompt_context;
@@ -201,36 +201,14 @@ impl Parts {
                 });
             }
         }
-        let request = assemble(
-            &self.prefix,
-            &self.definitions,
-            Some(1000),
-            &TurnInput {
-                record: &record,
-                skills: &[],
-                summary: None,
-                history: &history,
-            },
-        );
-        std::hint::black_box(estimate_tokens(&request));
-        let call = ToolCall {
-            id: "plan".into(),
-            name: "create_plan".into(),
-            arguments: json!({"steps": [{"name": "February", "description": "reconcile it"}]})
-                .to_string(),
-        };
+        std::hint::black_box(self.assemble(&record, &history));
+        let call = plan_call();
         let reply = ModelReply {
             tool_calls: vec![call.clone()],
             ..ModelReply::default()
         };
         self.journal(&[JournalEntry::ModelCall { reply }]);
-        let context = ToolContext {
-            record: &record,
-            call_id: &call.id,
-            skills: &[],
-        };
-        let outcome = self.tools.invoke(&context, &call).await;
-        assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+        let outcome = self.dispatch(&record, &call).await;
         self.journal(&[JournalEntry::ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
@@ -238,6 +216,44 @@ impl Parts {
             is_error: false,
             effects: outcome.effects,
         }]);
+    }
+
+    /// The model's request for a turn, and its estimated size (what decides compaction).
+    fn assemble(&self, record: &TaskRecord, history: &[HistoryItem]) -> usize {
+        let request = assemble(
+            &self.prefix,
+            &self.definitions,
+            Some(1000),
+            &TurnInput {
+                record,
+                skills: &[],
+                summary: None,
+                history,
+            },
+        );
+        estimate_tokens(&request)
+    }
+
+    /// One tool call through the plugin host.
+    async fn dispatch(&self, record: &TaskRecord, call: &ToolCall) -> ToolOutcome {
+        let context = ToolContext {
+            record,
+            call_id: &call.id,
+            skills: &[],
+        };
+        let outcome = self.tools.invoke(&context, call).await;
+        assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+        outcome
+    }
+}
+
+/// The tool call the model makes on every turn.
+fn plan_call() -> ToolCall {
+    ToolCall {
+        id: "plan".into(),
+        name: "create_plan".into(),
+        arguments: json!({"steps": [{"name": "February", "description": "reconcile it"}]})
+            .to_string(),
     }
 }
 
@@ -286,6 +302,38 @@ fn benches(c: &mut Criterion) {
                 }
                 spent
             })
+        })
+    });
+
+    // Each part alone, to see where a turn's time goes.
+    let record = parts
+        .hub
+        .store()
+        .task(TASK_ID)
+        .expect("read")
+        .expect("task");
+    let history = history();
+    c.bench_function("turn_part_assemble_50_agents", |b| {
+        b.iter(|| parts.assemble(&record, std::hint::black_box(&history)))
+    });
+    let call = plan_call();
+    c.bench_function("turn_part_create_plan_through_the_plugin_host", |b| {
+        b.iter(|| runtime.block_on(parts.dispatch(&record, &call)))
+    });
+    let reply = JournalEntry::ModelCall {
+        reply: ModelReply {
+            tool_calls: vec![call.clone()],
+            ..ModelReply::default()
+        },
+    };
+    c.bench_function("turn_part_journal_one_step", |b| {
+        b.iter(|| parts.journal(std::slice::from_ref(&reply)))
+    });
+    c.bench_function("turn_part_read_task_and_drain", |b| {
+        b.iter(|| {
+            let task = parts.hub.store().task(TASK_ID).expect("read");
+            let drained = parts.hub.store().messages_after(TASK_ID, parts.cursor);
+            std::hint::black_box((task, drained))
         })
     });
 
