@@ -2,6 +2,8 @@
 //! start-up, byte-identical on every turn of every task), the per-task sections in the first
 //! input message, then the history.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::config::ParticipantConfig;
 use crate::model::{ChatMessage, ModelRequest, Purpose, ToolCall, ToolSpec};
 use crate::tasks::record::TaskRecord;
@@ -14,6 +16,11 @@ use super::untrusted::{neutralise, untrusted};
 /// A rough characters-per-token ratio for the budget estimate. Providers report real counts
 /// after the call; before it, this errs on the side of compacting early.
 pub const CHARS_PER_TOKEN: usize = 4;
+
+/// Static prefixes built in this process. The prefix is built once at start-up and reused by
+/// every turn (providers cache it by its bytes); a test reads this count to pin that no turn
+/// builds it again.
+static PREFIX_BUILDS: AtomicUsize = AtomicUsize::new(0);
 
 /// The static, cached prefix: `system_prompt`, `participants`, `skills_index`, `agents`. It is
 /// never part of the history, so compaction never touches it.
@@ -31,6 +38,7 @@ impl StaticPrefix {
         skills: &[SkillEntry],
         agents: &str,
     ) -> StaticPrefix {
+        PREFIX_BUILDS.fetch_add(1, Ordering::Relaxed);
         let sections = [
             section("system_prompt", system_prompt),
             section("participants", &render_participants(participants)),
@@ -40,6 +48,12 @@ impl StaticPrefix {
         StaticPrefix {
             text: sections.join("\n\n"),
         }
+    }
+
+    /// How many static prefixes this process has built so far: one per start-up, never one per
+    /// turn.
+    pub fn builds() -> usize {
+        PREFIX_BUILDS.load(Ordering::Relaxed)
     }
 
     /// The prefix as the model receives it.

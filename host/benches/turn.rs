@@ -1,0 +1,361 @@
+//! The work of one turn beyond the model, on the real parts: drain the new message from a real
+//! SQLite store (a temporary file, opened as the runtime opens it), assemble the context with a
+//! 50-agent roster in the static prefix, dispatch the model's tool call (`create_plan`) through
+//! the real plugin host, and journal the steps, each in its own transaction through the task hub
+//! as the engine does (three steps: the drained message, the model call, the tool result).
+//! Criterion prints the mean and median of a turn and of each part alone; then this bench times
+//! `P99_TURNS` turns one by one and prints their median and p99. The message's arrival is not timed: it is the request's
+//! work, not the turn's.
+//!
+//! `cargo bench -p tiny-harness --bench turn`
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::routing::get;
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use tiny_harness::a2a::card::default_card;
+use tiny_harness::a2a::types::{Message, Part, Role, TaskState, TaskStatus};
+use tiny_harness::agents::{Caps, Registry, Roster, build_roster, render_agents};
+use tiny_harness::config::{AgentConfig, Config};
+use tiny_harness::context::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
+use tiny_harness::engine::journal::JournalEntry;
+use tiny_harness::engine::{HostEffects, ToolContext, ToolHost, ToolOutcome};
+use tiny_harness::model::{ModelReply, ToolCall, ToolSpec};
+use tiny_harness::plugins::{PluginHost, PluginSettings};
+use tiny_harness::runtime::prompt_context;
+use tiny_harness::store::Store;
+use tiny_harness::tasks::extension::TaskExtension;
+use tiny_harness::tasks::hub::TaskHub;
+use tiny_harness::tasks::record::TaskRecord;
+
+/// Remote agents on the roster, as in the target this bench checks.
+const AGENTS: usize = 50;
+/// Turns timed one by one for the printed median and p99.
+const P99_TURNS: usize = 2_000;
+/// Tool calls already in the task's history when a turn starts.
+const HISTORY_CALLS: usize = 5;
+const TASK_ID: &str = "bench-task";
+
+/// A card server on loopback that answers at once; returns its base URL.
+async fn card_server(i: usize) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let url = format!("http://{}", listener.local_addr().expect("local address"));
+    let card: Value = json!({
+        "name": format!("Agent {i}"),
+        "description": "Answers questions about one thing. ".repeat(8),
+        "version": "1.0.0",
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": (0..4).map(|s| json!({"id": format!("s{s}"), "name": format!("Skill {s}"),
+            "description": "Does one thing well.", "tags": []})).collect::<Vec<_>>(),
+    });
+    let app = axum::Router::new().route(
+        "/.well-known/agent-card.json",
+        get(move || {
+            let card = card.clone();
+            async move { Json(card) }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    url
+}
+
+/// The roster of `self` and `AGENTS` remote agents, discovered over loopback.
+async fn roster() -> Roster {
+    let mut agents = Vec::with_capacity(AGENTS);
+    for i in 0..AGENTS {
+        agents.push(AgentConfig {
+            id: format!("agent-{i:02}"),
+            url: card_server(i).await,
+            version: None,
+            token_env: None,
+        });
+    }
+    let own = default_card("http://127.0.0.1:8080");
+    let discovery = Registry::discover(
+        own,
+        "http://127.0.0.1:8080",
+        &agents,
+        Duration::from_secs(5),
+    )
+    .await;
+    assert_eq!(
+        discovery.registry.ids().len(),
+        AGENTS + 1,
+        "every agent registered"
+    );
+    build_roster(&discovery.registry, Caps::DEFAULT)
+}
+
+fn record() -> TaskRecord {
+    TaskRecord {
+        id: TASK_ID.into(),
+        context_id: "bench-context".into(),
+        status: TaskStatus {
+            state: TaskState::Working,
+            ..TaskStatus::default()
+        },
+        artifacts: vec![],
+        metadata: Default::default(),
+        ext: TaskExtension::from_text("Reconcile the March ledger"),
+        owner: "user".into(),
+    }
+}
+
+fn history() -> Vec<HistoryItem> {
+    let mut items = vec![HistoryItem::Inbound {
+        from: "user".into(),
+        trusted: true,
+        text: "Reconcile the March ledger against the bank statement.".into(),
+    }];
+    for i in 0..HISTORY_CALLS {
+        items.push(HistoryItem::Reply {
+            text: format!("Checking batch {i}."),
+            tool_calls: vec![ToolCall {
+                id: format!("c{i}"),
+                name: "complete_step".into(),
+                arguments: format!("{{\"step\":\"s{i}\",\"output\":\"ok\"}}"),
+            }],
+        });
+        items.push(HistoryItem::ToolResult {
+            call_id: format!("c{i}"),
+            name: "complete_step".into(),
+            content: "x".repeat(400),
+        });
+    }
+    items
+}
+
+/// Everything a turn works with, built once.
+struct Parts {
+    hub: TaskHub,
+    prefix: StaticPrefix,
+    tools: Arc<dyn ToolHost>,
+    definitions: Vec<ToolSpec>,
+    history: Vec<HistoryItem>,
+    /// The sequence number of the last message drained.
+    cursor: i64,
+}
+
+impl Parts {
+    /// A participant's message arrives (not part of the turn: the request's work).
+    fn arrive(&self) {
+        let message = Message {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            task_id: TASK_ID.into(),
+            role: Role::User,
+            parts: vec![Part::text("And February too, please.")],
+            ..Message::default()
+        };
+        self.hub
+            .change(TASK_ID, |rec, tx| tx.append_message(&rec.id, &message))
+            .expect("message stored");
+    }
+
+    fn journal(&self, entries: &[JournalEntry]) {
+        self.hub
+            .change(TASK_ID, |rec, tx| {
+                for entry in entries {
+                    tx.append_journal(&rec.id, entry)?;
+                }
+                Ok(())
+            })
+            .expect("step journaled");
+    }
+
+    /// One turn: drain, assemble, (the model answers a tool call at once), dispatch, journal.
+    async fn turn(&mut self) {
+        let record = self.hub.store().task(TASK_ID).expect("read").expect("task");
+        let drained = self
+            .hub
+            .store()
+            .messages_after(TASK_ID, self.cursor)
+            .expect("drained");
+        let mut inbound = Vec::with_capacity(drained.len());
+        for (seq, message) in drained {
+            self.cursor = seq;
+            inbound.push(JournalEntry::Inbound {
+                message_seq: seq,
+                from: "user".into(),
+                trusted: true,
+                text: message.text(),
+            });
+        }
+        self.journal(&inbound);
+        let mut history = self.history.clone();
+        for entry in &inbound {
+            if let JournalEntry::Inbound { text, .. } = entry {
+                history.push(HistoryItem::Inbound {
+                    from: "user".into(),
+                    trusted: true,
+                    text: text.clone(),
+                });
+            }
+        }
+        std::hint::black_box(self.assemble(&record, &history));
+        let call = plan_call();
+        let reply = ModelReply {
+            tool_calls: vec![call.clone()],
+            ..ModelReply::default()
+        };
+        self.journal(&[JournalEntry::ModelCall { reply }]);
+        let outcome = self.dispatch(&record, &call).await;
+        self.journal(&[JournalEntry::ToolResult {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: outcome.text(),
+            is_error: false,
+            effects: outcome.effects,
+        }]);
+    }
+
+    /// The model's request for a turn, and its estimated size (what decides compaction).
+    fn assemble(&self, record: &TaskRecord, history: &[HistoryItem]) -> usize {
+        let request = assemble(
+            &self.prefix,
+            &self.definitions,
+            Some(1000),
+            &TurnInput {
+                record,
+                skills: &[],
+                summary: None,
+                history,
+            },
+        );
+        estimate_tokens(&request)
+    }
+
+    /// One tool call through the plugin host.
+    async fn dispatch(&self, record: &TaskRecord, call: &ToolCall) -> ToolOutcome {
+        let context = ToolContext {
+            record,
+            call_id: &call.id,
+            skills: &[],
+        };
+        let outcome = self.tools.invoke(&context, call).await;
+        assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+        outcome
+    }
+}
+
+/// The tool call the model makes on every turn.
+fn plan_call() -> ToolCall {
+    ToolCall {
+        id: "plan".into(),
+        name: "create_plan".into(),
+        arguments: json!({"steps": [{"name": "February", "description": "reconcile it"}]})
+            .to_string(),
+    }
+}
+
+async fn parts(store_dir: &std::path::Path) -> Parts {
+    let roster = roster().await;
+    let host = PluginHost::load(
+        &PluginSettings::default(),
+        &prompt_context(&Config::default(), &roster, &Default::default()),
+        Arc::new(HostEffects::offline()),
+    )
+    .await
+    .expect("the builtin loads");
+    let prefix = StaticPrefix::build(&host.prompt().render(), &[], &[], &render_agents(&roster));
+    let store = Arc::new(Store::open(&store_dir.join("turn.db")).expect("store"));
+    let hub = TaskHub::new(store);
+    hub.create(&record(), "", |_| Ok(())).expect("task created");
+    let tools: Arc<dyn ToolHost> = host.toolbox();
+    Parts {
+        definitions: tools.definitions(),
+        tools,
+        hub,
+        prefix,
+        history: history(),
+        cursor: 0,
+    }
+}
+
+fn benches(c: &mut Criterion) {
+    let runtime = tokio::runtime::Runtime::new().expect("tokio");
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let mut parts = runtime.block_on(parts(dir.path()));
+    println!(
+        "static prefix with {AGENTS} agents: {} characters",
+        parts.prefix.as_str().len()
+    );
+
+    c.bench_function("turn_beyond_the_model_50_agents", |b| {
+        b.iter_custom(|iters| {
+            runtime.block_on(async {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    parts.arrive();
+                    let started = Instant::now();
+                    parts.turn().await;
+                    spent += started.elapsed();
+                }
+                spent
+            })
+        })
+    });
+
+    // Each part alone, to see where a turn's time goes.
+    let record = parts
+        .hub
+        .store()
+        .task(TASK_ID)
+        .expect("read")
+        .expect("task");
+    let history = history();
+    c.bench_function("turn_part_assemble_50_agents", |b| {
+        b.iter(|| parts.assemble(&record, std::hint::black_box(&history)))
+    });
+    let call = plan_call();
+    c.bench_function("turn_part_create_plan_through_the_plugin_host", |b| {
+        b.iter(|| runtime.block_on(parts.dispatch(&record, &call)))
+    });
+    let reply = JournalEntry::ModelCall {
+        reply: ModelReply {
+            tool_calls: vec![call.clone()],
+            ..ModelReply::default()
+        },
+    };
+    c.bench_function("turn_part_journal_one_step", |b| {
+        b.iter(|| parts.journal(std::slice::from_ref(&reply)))
+    });
+    c.bench_function("turn_part_read_task_and_drain", |b| {
+        b.iter(|| {
+            let task = parts.hub.store().task(TASK_ID).expect("read");
+            let drained = parts.hub.store().messages_after(TASK_ID, parts.cursor);
+            std::hint::black_box((task, drained))
+        })
+    });
+
+    let mut times: Vec<Duration> = runtime.block_on(async {
+        let mut times = Vec::with_capacity(P99_TURNS);
+        for _ in 0..P99_TURNS {
+            parts.arrive();
+            let started = Instant::now();
+            parts.turn().await;
+            times.push(started.elapsed());
+        }
+        times
+    });
+    times.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!(
+        "turn beyond the model, {P99_TURNS} turns one by one: median {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        us(times[times.len() / 2]),
+        us(times[(times.len() * 99 / 100).min(times.len() - 1)]),
+        us(times[times.len() - 1])
+    );
+}
+
+criterion_group!(turn, benches);
+criterion_main!(turn);
