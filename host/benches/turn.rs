@@ -148,7 +148,7 @@ struct Parts {
 
 impl Parts {
     /// A participant's message arrives (not part of the turn: the request's work).
-    fn arrive(&self) {
+    async fn arrive(&self) {
         let message = Message {
             message_id: uuid::Uuid::new_v4().to_string(),
             task_id: TASK_ID.into(),
@@ -157,18 +157,22 @@ impl Parts {
             ..Message::default()
         };
         self.hub
-            .change(TASK_ID, |rec, tx| tx.append_message(&rec.id, &message))
+            .change(TASK_ID, move |rec, tx| {
+                tx.append_message(&rec.id.clone(), &message)
+            })
+            .await
             .expect("message stored");
     }
 
-    fn journal(&self, entries: &[JournalEntry]) {
+    async fn journal(&self, entries: Vec<JournalEntry>) {
         self.hub
-            .change(TASK_ID, |rec, tx| {
-                for entry in entries {
-                    tx.append_journal(&rec.id, entry)?;
+            .change(TASK_ID, move |rec, tx| {
+                for entry in &entries {
+                    tx.append_journal(&rec.id.clone(), entry)?;
                 }
                 Ok(())
             })
+            .await
             .expect("step journaled");
     }
 
@@ -190,7 +194,7 @@ impl Parts {
                 text: message.text(),
             });
         }
-        self.journal(&inbound);
+        self.journal(inbound.clone()).await;
         let mut history = self.history.clone();
         for entry in &inbound {
             if let JournalEntry::Inbound { text, .. } = entry {
@@ -207,15 +211,16 @@ impl Parts {
             tool_calls: vec![call.clone()],
             ..ModelReply::default()
         };
-        self.journal(&[JournalEntry::ModelCall { reply }]);
+        self.journal(vec![JournalEntry::ModelCall { reply }]).await;
         let outcome = self.dispatch(&record, &call).await;
-        self.journal(&[JournalEntry::ToolResult {
+        self.journal(vec![JournalEntry::ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
             content: outcome.text(),
             is_error: false,
             effects: outcome.effects,
-        }]);
+        }])
+        .await;
     }
 
     /// The model's request for a turn, and its estimated size (what decides compaction).
@@ -269,7 +274,9 @@ async fn parts(store_dir: &std::path::Path) -> Parts {
     let prefix = StaticPrefix::build(&host.prompt().render(), &[], &[], &render_agents(&roster));
     let store = Arc::new(Store::open(&store_dir.join("turn.db")).expect("store"));
     let hub = TaskHub::new(store);
-    hub.create(&record(), "", |_| Ok(())).expect("task created");
+    hub.create(record(), String::new(), |_| Ok(()))
+        .await
+        .expect("task created");
     let tools: Arc<dyn ToolHost> = host.toolbox();
     Parts {
         definitions: tools.definitions(),
@@ -295,7 +302,7 @@ fn benches(c: &mut Criterion) {
             runtime.block_on(async {
                 let mut spent = Duration::ZERO;
                 for _ in 0..iters {
-                    parts.arrive();
+                    parts.arrive().await;
                     let started = Instant::now();
                     parts.turn().await;
                     spent += started.elapsed();
@@ -327,7 +334,7 @@ fn benches(c: &mut Criterion) {
         },
     };
     c.bench_function("turn_part_journal_one_step", |b| {
-        b.iter(|| parts.journal(std::slice::from_ref(&reply)))
+        b.iter(|| runtime.block_on(parts.journal(vec![reply.clone()])))
     });
     c.bench_function("turn_part_read_task_and_drain", |b| {
         b.iter(|| {
@@ -340,7 +347,7 @@ fn benches(c: &mut Criterion) {
     let mut times: Vec<Duration> = runtime.block_on(async {
         let mut times = Vec::with_capacity(P99_TURNS);
         for _ in 0..P99_TURNS {
-            parts.arrive();
+            parts.arrive().await;
             let started = Instant::now();
             parts.turn().await;
             times.push(started.elapsed());
