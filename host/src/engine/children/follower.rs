@@ -53,6 +53,7 @@ pub(super) async fn run(
         last_answer: Instant::now(),
         last_state: None,
         streams: true,
+        refused_since_change: false,
     };
     let ended = tokio::select! {
         _ = stop.cancelled() => true,
@@ -102,6 +103,10 @@ struct Follower<'a> {
     /// Whether to subscribe: false once a stream broke the client's caps or sent what is not
     /// an event, after which the child is only polled.
     streams: bool,
+    /// Whether a subscription was refused since the child last changed. The first refusal is
+    /// usually a child that ended between the poll and the subscription (a quick child on
+    /// `self`): it is polled again at once, not after a backoff.
+    refused_since_change: bool,
 }
 
 impl Follower<'_> {
@@ -169,6 +174,10 @@ impl Follower<'_> {
                         interval = (interval * 2).min(MAX_POLL_INTERVAL);
                     }
                 }
+                Err(_) if !self.refused_since_change => {
+                    // Most likely the child settled since the poll: look again at once.
+                    self.refused_since_change = true;
+                }
                 Err(_) => {
                     // No stream (refused, unsupported, or the task is already settled): poll.
                     tokio::time::sleep(interval).await;
@@ -184,6 +193,7 @@ impl Follower<'_> {
         let state = task.status.state;
         if self.last_state != Some(state) {
             self.last_state = Some(state);
+            self.refused_since_change = false;
             let news = news_of(task, self.agent);
             self.children
                 .report(self.parent, self.child, self.agent, &news)
