@@ -7,37 +7,17 @@ use tiny_harness::a2a::card::default_card;
 use tiny_harness::a2a::types::{TaskState, TaskStatus};
 use tiny_harness::agents::{Caps, Registry, build_roster, render_agents};
 use tiny_harness::config::Config;
-use tiny_harness::context::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
+use tiny_harness::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
 use tiny_harness::engine::ToolHost;
-use tiny_harness::model::ToolCall;
 use tiny_harness::plugins::{PluginHost, PluginSettings};
 use tiny_harness::runtime::prompt_context;
+
+mod support {
+    pub mod history;
+}
+use support::history::history;
 use tiny_harness::tasks::extension::TaskExtension;
 use tiny_harness::tasks::record::TaskRecord;
-
-fn history(turns: usize) -> Vec<HistoryItem> {
-    let mut items = vec![HistoryItem::Inbound {
-        from: "user".into(),
-        trusted: true,
-        text: "Reconcile the March ledger against the bank statement.".into(),
-    }];
-    for i in 0..turns {
-        items.push(HistoryItem::Reply {
-            text: format!("Checking batch {i}."),
-            tool_calls: vec![ToolCall {
-                id: format!("c{i}"),
-                name: "complete_step".into(),
-                arguments: format!("{{\"step\":\"s{i}\",\"output\":\"ok\"}}"),
-            }],
-        });
-        items.push(HistoryItem::ToolResult {
-            call_id: format!("c{i}"),
-            name: "complete_step".into(),
-            content: "x".repeat(400),
-        });
-    }
-    items
-}
 
 fn benches(c: &mut Criterion) {
     let own = default_card("http://127.0.0.1:8080");

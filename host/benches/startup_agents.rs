@@ -7,12 +7,14 @@
 
 use std::time::{Duration, Instant};
 
-use axum::Json;
-use axum::routing::get;
-use serde_json::{Value, json};
 use tiny_harness::a2a::card::default_card;
 use tiny_harness::agents::{Caps, Registry, build_roster, render_agents};
 use tiny_harness::config::AgentConfig;
+
+mod support {
+    pub mod cards;
+}
+use support::cards::card_server;
 
 /// How many agents are configured.
 const AGENTS: usize = 50;
@@ -22,43 +24,6 @@ const ORDINARY_DELAY: Duration = Duration::from_millis(20);
 const SLOW_DELAY: Duration = Duration::from_millis(1000);
 /// Runs per scenario; the median is reported.
 const RUNS: usize = 5;
-
-fn card(url: &str, i: usize) -> Value {
-    json!({
-        "name": format!("Agent {i}"),
-        "description": "Answers questions about one thing. ".repeat(8),
-        "version": "1.0.0",
-        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-        "capabilities": {},
-        "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"],
-        "skills": (0..4).map(|s| json!({"id": format!("s{s}"), "name": format!("Skill {s}"),
-            "description": "Does one thing well.", "tags": []})).collect::<Vec<_>>(),
-    })
-}
-
-/// Starts a card server that answers after `delay`; returns its base URL.
-async fn card_server(i: usize, delay: Duration) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind a loopback port");
-    let url = format!("http://{}", listener.local_addr().expect("local address"));
-    let body = card(&url, i);
-    let app = axum::Router::new().route(
-        "/.well-known/agent-card.json",
-        get(move || {
-            let body = body.clone();
-            async move {
-                tokio::time::sleep(delay).await;
-                Json(body)
-            }
-        }),
-    );
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    url
-}
 
 async fn agents(slow_delay: Duration) -> Vec<AgentConfig> {
     let mut agents = Vec::with_capacity(AGENTS);

@@ -12,10 +12,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::Json;
-use axum::routing::get;
 use criterion::{Criterion, criterion_group, criterion_main};
-use serde_json::{Value, json};
+use serde_json::json;
 use tiny_harness::a2a::card::default_card;
 use tiny_harness::a2a::types::{Message, Part, Role, TaskState, TaskStatus};
 use tiny_harness::agents::{Caps, Registry, Roster, build_roster, render_agents};
@@ -31,6 +29,13 @@ use tiny_harness::tasks::extension::TaskExtension;
 use tiny_harness::tasks::hub::TaskHub;
 use tiny_harness::tasks::record::TaskRecord;
 
+mod support {
+    pub mod cards;
+    pub mod history;
+}
+use support::cards::card_server;
+use support::history::history;
+
 /// Remote agents on the roster, as in the target this bench checks.
 const AGENTS: usize = 50;
 /// Turns timed one by one for the printed median and p99.
@@ -39,43 +44,13 @@ const P99_TURNS: usize = 2_000;
 const HISTORY_CALLS: usize = 5;
 const TASK_ID: &str = "bench-task";
 
-/// A card server on loopback that answers at once; returns its base URL.
-async fn card_server(i: usize) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind a loopback port");
-    let url = format!("http://{}", listener.local_addr().expect("local address"));
-    let card: Value = json!({
-        "name": format!("Agent {i}"),
-        "description": "Answers questions about one thing. ".repeat(8),
-        "version": "1.0.0",
-        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-        "capabilities": {},
-        "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"],
-        "skills": (0..4).map(|s| json!({"id": format!("s{s}"), "name": format!("Skill {s}"),
-            "description": "Does one thing well.", "tags": []})).collect::<Vec<_>>(),
-    });
-    let app = axum::Router::new().route(
-        "/.well-known/agent-card.json",
-        get(move || {
-            let card = card.clone();
-            async move { Json(card) }
-        }),
-    );
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    url
-}
-
 /// The roster of `self` and `AGENTS` remote agents, discovered over loopback.
 async fn roster() -> Roster {
     let mut agents = Vec::with_capacity(AGENTS);
     for i in 0..AGENTS {
         agents.push(AgentConfig {
             id: format!("agent-{i:02}"),
-            url: card_server(i).await,
+            url: card_server(i, Duration::ZERO).await,
             version: None,
             token_env: None,
         });
@@ -109,30 +84,6 @@ fn record() -> TaskRecord {
         ext: TaskExtension::from_text("Reconcile the March ledger"),
         owner: "user".into(),
     }
-}
-
-fn history() -> Vec<HistoryItem> {
-    let mut items = vec![HistoryItem::Inbound {
-        from: "user".into(),
-        trusted: true,
-        text: "Reconcile the March ledger against the bank statement.".into(),
-    }];
-    for i in 0..HISTORY_CALLS {
-        items.push(HistoryItem::Reply {
-            text: format!("Checking batch {i}."),
-            tool_calls: vec![ToolCall {
-                id: format!("c{i}"),
-                name: "complete_step".into(),
-                arguments: format!("{{\"step\":\"s{i}\",\"output\":\"ok\"}}"),
-            }],
-        });
-        items.push(HistoryItem::ToolResult {
-            call_id: format!("c{i}"),
-            name: "complete_step".into(),
-            content: "x".repeat(400),
-        });
-    }
-    items
 }
 
 /// Everything a turn works with, built once.
@@ -283,7 +234,7 @@ async fn parts(store_dir: &std::path::Path) -> Parts {
         tools,
         hub,
         prefix,
-        history: history(),
+        history: history(HISTORY_CALLS),
         cursor: 0,
     }
 }
@@ -319,7 +270,7 @@ fn benches(c: &mut Criterion) {
         .task(TASK_ID)
         .expect("read")
         .expect("task");
-    let history = history();
+    let history = history(HISTORY_CALLS);
     c.bench_function("turn_part_assemble_50_agents", |b| {
         b.iter(|| parts.assemble(&record, std::hint::black_box(&history)))
     });
