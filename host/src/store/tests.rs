@@ -386,3 +386,30 @@ fn cached_statements_are_not_prepared_again() {
         assert_eq!(again, 0, "prepared again on a new task id: {sql}");
     }
 }
+
+#[test]
+fn committed_pages_reach_the_database_file_without_the_store_closing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("checkpointed.db");
+    let store = Store::open(&path).unwrap();
+    let empty = std::fs::metadata(&path).unwrap().len();
+    for n in 0..200 {
+        store
+            .write(|tx| {
+                let id = format!("t{n}");
+                tx.insert_task(&record(&id, "alice", TaskState::Working))?;
+                tx.append_message(&id, &message(&"words ".repeat(100)))
+            })
+            .unwrap();
+    }
+    // The writer never checkpoints; the checkpointer thread copies the WAL into the file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::metadata(&path).unwrap().len() <= empty {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the WAL was not checkpointed into the file"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(store.task("t199").unwrap().unwrap().owner, "alice");
+}
