@@ -6,6 +6,7 @@
 
 mod checkpoint;
 mod columns;
+mod memory;
 mod queries;
 mod readers;
 mod schema;
@@ -100,6 +101,7 @@ impl Store {
                 source,
             })?;
         }
+        memory::install();
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             path: path.display().to_string(),
             source,
@@ -109,6 +111,7 @@ impl Store {
 
     /// A store that lives in memory only, for tests and benchmarks.
     pub fn open_in_memory() -> Result<Store, StoreError> {
+        memory::install();
         Store::with_connection(Connection::open_in_memory()?, None)
     }
 

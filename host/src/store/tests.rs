@@ -197,7 +197,7 @@ fn a_version_1_file_opens_keeps_its_tasks_whole_and_gains_the_later_tables_and_c
     });
     old.metadata.insert("k".into(), "v".into());
     {
-        let conn = Connection::open(&path).unwrap();
+        let conn = raw_connection(&path);
         conn.execute_batch(&format!(
             "BEGIN;\n{}\nPRAGMA user_version = 1;\nCOMMIT;",
             schema::MIGRATIONS[0]
@@ -237,8 +237,7 @@ fn a_version_1_file_opens_keeps_its_tasks_whole_and_gains_the_later_tables_and_c
 fn a_file_from_a_newer_build_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("new.db");
-    Connection::open(&path)
-        .unwrap()
+    raw_connection(&path)
         .pragma_update(None, "user_version", schema::SCHEMA_VERSION + 1)
         .unwrap();
     let err = Store::open(&path).err().expect("refused").to_string();
@@ -412,4 +411,12 @@ fn committed_pages_reach_the_database_file_without_the_store_closing() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(store.task("t199").unwrap().unwrap().owner, "alice");
+}
+
+/// A plain connection to a file, for writing what an older or newer build would have left.
+/// SQLite takes its allocator before it first initialises (`memory::install`), whichever test
+/// runs first in this process.
+fn raw_connection(path: &std::path::Path) -> Connection {
+    super::memory::install();
+    Connection::open(path).unwrap()
 }
