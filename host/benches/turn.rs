@@ -129,7 +129,11 @@ impl Parts {
 
     /// One turn: drain, assemble, (the model answers a tool call at once), dispatch, journal.
     async fn turn(&mut self) {
-        let record = self.hub.store().task(TASK_ID).expect("read").expect("task");
+        let record = self
+            .hub
+            .task_for_loop(TASK_ID)
+            .expect("read")
+            .expect("task");
         let drained = self
             .hub
             .store()
@@ -289,7 +293,7 @@ fn benches(c: &mut Criterion) {
     });
     c.bench_function("turn_part_read_task_and_drain", |b| {
         b.iter(|| {
-            let task = parts.hub.store().task(TASK_ID).expect("read");
+            let task = parts.hub.task_for_loop(TASK_ID).expect("read");
             let drained = parts.hub.store().messages_after(TASK_ID, parts.cursor);
             std::hint::black_box((task, drained))
         })

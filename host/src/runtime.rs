@@ -136,7 +136,12 @@ impl Runtime {
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = base_url(&config, local);
         let store = Arc::new(Store::open(&config.resolve(&config.store.path))?);
-        let hub = Arc::new(TaskHub::new(store.clone()));
+        let hub = Arc::new(match config.engine.kind {
+            // Every loop of the store's tasks runs here: records may be kept between steps.
+            EngineKind::Embedded => TaskHub::new(store.clone()),
+            // Steps run on whichever worker takes them, on a store others write too.
+            EngineKind::Temporal => TaskHub::over_shared_store(store.clone()),
+        });
         let (registry, roster) = discover_agents(&config, &base_url).await;
         let registry = Arc::new(registry);
         let skills = Arc::new(load_skills(&config)?);

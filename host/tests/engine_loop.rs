@@ -28,6 +28,7 @@ struct Harness {
     tasks: Arc<Tasks>,
     engine: Arc<EmbeddedEngine>,
     store: Arc<Store>,
+    hub: Arc<TaskHub>,
 }
 
 fn settings() -> EngineSettings {
@@ -71,11 +72,12 @@ async fn harness_with(
         StaticPrefix::build("PROMPT", &[], &[], "AGENTS"),
         settings,
     );
-    let tasks = Arc::new(Tasks::with_rules(hub, engine.clone(), rules));
+    let tasks = Arc::new(Tasks::with_rules(hub.clone(), engine.clone(), rules));
     Harness {
         tasks,
         engine,
         store,
+        hub,
     }
 }
 
@@ -152,6 +154,15 @@ async fn a_message_creates_a_task_that_completes_with_the_models_answer() {
     // Three writes: the task with its message; the message drained with the task set working;
     // the model's answer journaled with the task completed.
     assert_eq!(h.store.write_counts().writes(), 3);
+    // The loop read its record from the hub between steps; a finished task's record is not kept.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while h.engine.running_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the loop ended");
+    assert_eq!(h.hub.live_records(), 0);
 }
 
 #[tokio::test]
@@ -313,6 +324,11 @@ async fn a_question_waits_for_the_participant_and_the_answer_reaches_the_model()
     })
     .await
     .expect("the waiting task's loop ended");
+    assert_eq!(
+        h.hub.live_records(),
+        0,
+        "nor its record: the next loop reads the store"
+    );
     let done = send_and_settle(&h, "March", &task.id).await;
     assert_eq!(done.status.state, TaskState::Completed);
     let last = model.requests().pop().unwrap();

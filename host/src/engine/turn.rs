@@ -116,10 +116,16 @@ pub(crate) trait Parking: Send {
 pub(crate) async fn run_task(
     shared: Arc<Shared>,
     id: String,
-    mut parking: impl Parking,
+    parking: impl Parking,
     stop: CancellationToken,
 ) {
-    let mut replay = match replay_of(&shared, &id) {
+    loop_steps(&shared, &id, parking, stop).await;
+    // However the loop ended, the record it kept goes: the next loop reads the store.
+    shared.hub.loop_stopped(&id);
+}
+
+async fn loop_steps(shared: &Shared, id: &str, mut parking: impl Parking, stop: CancellationToken) {
+    let mut replay = match replay_of(shared, id) {
         Ok(replay) => replay,
         Err(err) => {
             tracing::error!(task = %id, "cannot read the journal: {err}");
@@ -131,11 +137,14 @@ pub(crate) async fn run_task(
         let step = tokio::select! {
             biased;
             _ = stop.cancelled() => return,
-            step = step(&shared, &id, &mut replay) => step,
+            step = step(shared, id, &mut replay) => step,
         };
         match step {
             Ok(Step::Continue) => {}
             Ok(Step::Park) => {
+                // Dropped before the loop may end, so that no record outlives its loop; when
+                // news keeps the loop, its next step reads the store.
+                shared.hub.loop_stopped(id);
                 if parking.retire() {
                     return;
                 }
@@ -152,7 +161,7 @@ pub(crate) async fn run_task(
 
 async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Step, StepError> {
     let hub = &shared.hub;
-    let Some(record) = hub.store().task(id)? else {
+    let Some(record) = hub.task_for_loop(id)? else {
         return Ok(Step::Stop);
     };
     if record.state().is_terminal() {
@@ -330,7 +339,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
 /// cancel of a child is harmless.)
 fn cancel_children_of_ended(shared: &Shared, id: &str) {
     let ended = matches!(
-        shared.hub.store().task(id),
+        shared.hub.task_for_loop(id),
         Ok(Some(record)) if matches!(
             record.state(),
             TaskState::Failed | TaskState::Rejected | TaskState::Canceled

@@ -51,7 +51,10 @@ pub(super) fn install() {
             )
         };
         if rc != ffi::SQLITE_OK {
-            tracing::debug!(rc, "SQLite was initialised already and keeps its own allocator");
+            tracing::debug!(
+                rc,
+                "SQLite was initialised already and keeps its own allocator"
+            );
         }
     });
 }

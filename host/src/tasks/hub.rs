@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::events::{Channels, TaskEvents};
+use super::live_records::LiveRecords;
 use super::record::TaskRecord;
 use crate::a2a::types::{
     StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent,
@@ -31,24 +32,56 @@ pub enum Created {
     Existing(String),
 }
 
-/// The store plus one event channel per followed task.
+/// The store plus one event channel per followed task, and the records of the tasks being
+/// worked on as their last change left them.
 pub struct TaskHub {
     store: Arc<Store>,
     channels: Channels,
+    live: LiveRecords,
 }
 
 impl TaskHub {
-    /// A hub over a store.
+    /// A hub over a store that this process alone writes (the embedded engine's).
     pub fn new(store: Arc<Store>) -> TaskHub {
+        TaskHub::with_live_records(store, LiveRecords::enabled())
+    }
+
+    /// A hub over a store that other processes write too (the Temporal engine's workers): every
+    /// read goes to the store.
+    pub fn over_shared_store(store: Arc<Store>) -> TaskHub {
+        TaskHub::with_live_records(store, LiveRecords::disabled())
+    }
+
+    fn with_live_records(store: Arc<Store>, live: LiveRecords) -> TaskHub {
         TaskHub {
             store,
             channels: Channels::default(),
+            live,
         }
     }
 
     /// The underlying store, for reads.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The task as a loop working on it reads it: as its last change in this process left it
+    /// when that is kept (`live_records`), else from the store.
+    pub fn task_for_loop(&self, id: &str) -> Result<Option<Arc<TaskRecord>>, StoreError> {
+        if let Some(record) = self.live.get(id) {
+            return Ok(Some(record));
+        }
+        Ok(self.store.task(id)?.map(Arc::new))
+    }
+
+    /// The task's loop stopped: its record is read from the store by the next one.
+    pub fn loop_stopped(&self, id: &str) {
+        self.live.forget(id);
+    }
+
+    /// How many records the hub keeps for loops.
+    pub fn live_records(&self) -> usize {
+        self.live.len()
     }
 
     /// A receiver of the task's future events. Call before reading the snapshot, so that nothing
@@ -73,22 +106,27 @@ impl TaskHub {
         message_id: String,
         f: impl FnOnce(&mut Tx<'_>) -> Result<(), StoreError> + Send + 'static,
     ) -> Result<Created, StoreError> {
-        self.store
+        let stamper = self.live.stamper();
+        let (created, landed) = self
+            .store
             .write_queued(move |tx| {
-                if message_id.is_empty() {
-                    tx.insert_task(&record)?;
-                    f(tx)?;
-                    return Ok(Created::New);
-                }
-                if let Some(existing) = tx.task_created_by(&record.owner, &message_id)? {
-                    return Ok(Created::Existing(existing));
+                if !message_id.is_empty()
+                    && let Some(existing) = tx.task_created_by(&record.owner, &message_id)?
+                {
+                    return Ok((Created::Existing(existing), None));
                 }
                 tx.insert_task(&record)?;
-                tx.record_creation(&record.owner, &message_id, &record.id)?;
+                if !message_id.is_empty() {
+                    tx.record_creation(&record.owner, &message_id, &record.id)?;
+                }
                 f(tx)?;
-                Ok(Created::New)
+                Ok((Created::New, Some((stamper.stamp(), record))))
             })
-            .await
+            .await?;
+        if let Some((version, record)) = landed {
+            self.live.landed(version, &record);
+        }
+        Ok(created)
     }
 
     /// Applies `f` to the task and writes the result in one transaction, with whatever else `f`
@@ -100,6 +138,7 @@ impl TaskHub {
         F: FnOnce(&mut TaskRecord, &mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
     {
         let id = task_id.to_string();
+        let stamper = self.live.stamper();
         let outcome = self
             .store
             .write_queued(move |tx| {
@@ -114,11 +153,12 @@ impl TaskHub {
                 if after != before {
                     tx.write_change(Some(&before), &after)?;
                 }
-                Ok(Some(Ok((before, after, value))))
+                Ok(Some(Ok((before, after, value, stamper.stamp()))))
             })
             .await?;
         Ok(match outcome {
-            Some(Ok((before, after, value))) => {
+            Some(Ok((before, after, value, version))) => {
+                self.live.landed(version, &after);
                 self.publish(&before, &after);
                 Change::Applied(after, value)
             }

@@ -1,0 +1,217 @@
+//! The records of tasks being worked on, kept in memory as their last change left them, so a
+//! task's loop reads its record without a store read and a JSON parse at every step.
+//!
+//! Every change goes through the [`super::hub::TaskHub`], so the hub knows each record a commit
+//! leaves. Each change is stamped with a version on the writer thread, in the order the writes
+//! run, and an entry is replaced only by a newer version: a change that completes late never
+//! puts an older record back. A record that is not here is read from the store, which is always
+//! right; this is only a shortcut, and only for the engine's loops (`GetTask` and listings read
+//! the store).
+//!
+//! Only one process may keep it: when other processes write the same store (the Temporal engine
+//! runs steps on whichever worker takes them), a record here could miss their changes, so the
+//! hub over a shared store keeps none ([`LiveRecords::disabled`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::record::TaskRecord;
+
+/// Records kept at most. Entries go when their task ends or its loop stops; the cap bounds what
+/// a burst of tasks (or a loop that never stopped cleanly) can hold: past it, a change is simply
+/// not kept, and the loop reads the store.
+pub const MAX_LIVE_RECORDS: usize = 4_096;
+
+/// See the module documentation.
+pub struct LiveRecords {
+    enabled: bool,
+    /// The next version to stamp; taken on the writer thread, so versions follow write order.
+    next_version: Arc<AtomicU64>,
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+/// Takes the version of a write, inside the write: the writer thread runs writes one after
+/// another, so versions follow the order the changes were made in.
+#[derive(Clone)]
+pub struct Stamper(Arc<AtomicU64>);
+
+impl Stamper {
+    /// The version of the write now running.
+    pub fn stamp(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+struct Entry {
+    version: u64,
+    record: Arc<TaskRecord>,
+}
+
+impl LiveRecords {
+    /// Kept in memory: this process is the only writer of the store.
+    pub fn enabled() -> LiveRecords {
+        LiveRecords {
+            enabled: true,
+            next_version: Arc::new(AtomicU64::new(1)),
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Nothing kept: other processes write the same store.
+    pub fn disabled() -> LiveRecords {
+        LiveRecords {
+            enabled: false,
+            ..LiveRecords::enabled()
+        }
+    }
+
+    /// What stamps versions inside writes, on the writer thread.
+    pub fn stamper(&self) -> Stamper {
+        Stamper(self.next_version.clone())
+    }
+
+    /// The write stamped `version` has committed, leaving `record`. A terminal task is dropped
+    /// (its loop has nothing more to read); an older version than the one kept changes nothing.
+    pub fn landed(&self, version: u64, record: &TaskRecord) {
+        if !self.enabled {
+            return;
+        }
+        let mut entries = self.lock();
+        if record.state().is_terminal() {
+            entries.remove(&record.id);
+            return;
+        }
+        let full = entries.len() >= MAX_LIVE_RECORDS;
+        match entries.get_mut(&record.id) {
+            Some(entry) if entry.version >= version => {}
+            Some(entry) => {
+                *entry = Entry {
+                    version,
+                    record: Arc::new(record.clone()),
+                };
+            }
+            None if full => {}
+            None => {
+                entries.insert(
+                    record.id.clone(),
+                    Entry {
+                        version,
+                        record: Arc::new(record.clone()),
+                    },
+                );
+            }
+        }
+    }
+
+    /// The task's record as its last landed change left it, if kept.
+    pub fn get(&self, id: &str) -> Option<Arc<TaskRecord>> {
+        if !self.enabled {
+            return None;
+        }
+        self.lock().get(id).map(|entry| entry.record.clone())
+    }
+
+    /// Drops the task's record: its loop stopped, so nothing reads it until the next one starts.
+    pub fn forget(&self, id: &str) {
+        if self.enabled {
+            self.lock().remove(id);
+        }
+    }
+
+    /// How many records are kept.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::a2a::types::{TaskState, TaskStatus};
+
+    fn record(id: &str, state: TaskState, note: &str) -> TaskRecord {
+        let mut record = TaskRecord {
+            id: id.into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state,
+                ..TaskStatus::default()
+            },
+            artifacts: vec![],
+            metadata: Default::default(),
+            ext: crate::tasks::extension::TaskExtension::from_text("goal"),
+            owner: "o".into(),
+        };
+        record.metadata.insert("note".into(), note.into());
+        record
+    }
+
+    fn note(records: &LiveRecords, id: &str) -> Option<String> {
+        records
+            .get(id)
+            .map(|r| r.metadata["note"].as_str().unwrap().to_string())
+    }
+
+    #[test]
+    fn a_late_older_change_never_replaces_a_newer_one() {
+        let records = LiveRecords::enabled();
+        let stamper = records.stamper();
+        let (first, second) = (stamper.stamp(), stamper.stamp());
+        records.landed(second, &record("t", TaskState::Working, "second"));
+        records.landed(first, &record("t", TaskState::Working, "first"));
+        assert_eq!(note(&records, "t").as_deref(), Some("second"));
+        let third = records.stamper().stamp();
+        records.landed(third, &record("t", TaskState::InputRequired, "third"));
+        assert_eq!(note(&records, "t").as_deref(), Some("third"));
+    }
+
+    #[test]
+    fn an_ended_task_and_a_forgotten_one_are_read_from_the_store() {
+        let records = LiveRecords::enabled();
+        records.landed(
+            records.stamper().stamp(),
+            &record("a", TaskState::Working, "a"),
+        );
+        records.landed(
+            records.stamper().stamp(),
+            &record("b", TaskState::Working, "b"),
+        );
+        records.landed(
+            records.stamper().stamp(),
+            &record("a", TaskState::Completed, "done"),
+        );
+        assert_eq!(note(&records, "a"), None, "a terminal task is not kept");
+        records.forget("b");
+        assert!(records.is_empty());
+    }
+
+    #[test]
+    fn the_cap_bounds_what_is_kept_and_a_disabled_one_keeps_nothing() {
+        let records = LiveRecords::enabled();
+        for i in 0..MAX_LIVE_RECORDS + 10 {
+            records.landed(
+                records.stamper().stamp(),
+                &record(&format!("t{i}"), TaskState::Working, "x"),
+            );
+        }
+        assert_eq!(records.len(), MAX_LIVE_RECORDS);
+        let disabled = LiveRecords::disabled();
+        disabled.landed(
+            disabled.stamper().stamp(),
+            &record("t", TaskState::Working, "x"),
+        );
+        assert_eq!(disabled.get("t"), None);
+    }
+}
