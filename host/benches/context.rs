@@ -37,7 +37,7 @@ fn benches(c: &mut Criterion) {
     });
 
     let prefix = StaticPrefix::build(&prompt, &[], &[], &agents);
-    let tools = host.toolbox().definitions();
+    let tools: std::sync::Arc<[_]> = host.toolbox().definitions().into();
     let record = TaskRecord {
         id: "t".into(),
         context_id: "c".into(),

@@ -91,7 +91,7 @@ struct Parts {
     hub: TaskHub,
     prefix: StaticPrefix,
     tools: Arc<dyn ToolHost>,
-    definitions: Vec<ToolSpec>,
+    definitions: Arc<[ToolSpec]>,
     history: Vec<HistoryItem>,
     /// The sequence number of the last message drained.
     cursor: i64,
@@ -234,7 +234,7 @@ async fn parts(store_dir: &std::path::Path) -> Parts {
         .expect("task created");
     let tools: Arc<dyn ToolHost> = host.toolbox();
     Parts {
-        definitions: tools.definitions(),
+        definitions: tools.definitions().into(),
         tools,
         hub,
         prefix,

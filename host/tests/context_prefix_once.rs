@@ -31,7 +31,7 @@ impl Model for PlanThenAnswer {
         self.instructions
             .lock()
             .unwrap()
-            .push(request.instructions.clone());
+            .push(request.instructions.to_string());
         let planned = request
             .messages
             .iter()

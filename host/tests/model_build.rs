@@ -33,9 +33,9 @@ fn same(path: &Path) -> PathBuf {
 
 fn request() -> ModelRequest {
     ModelRequest {
-        instructions: String::new(),
+        instructions: "".into(),
         messages: Vec::new(),
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_output_tokens: None,
         purpose: Default::default(),
     }

@@ -180,7 +180,7 @@ fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
 /// a later user message.
 fn conversation() -> ModelRequest {
     ModelRequest {
-        instructions: "You are a test.".to_string(),
+        instructions: "You are a test.".into(),
         messages: vec![
             ChatMessage::User {
                 content: "What is 6 x 7?".to_string(),
@@ -210,7 +210,8 @@ fn conversation() -> ModelRequest {
             name: "multiply".to_string(),
             description: "Multiplies two numbers.".to_string(),
             parameters: json!({"type": "object", "properties": {"a": {"type": "number"}}}),
-        }],
+        }]
+        .into(),
         max_output_tokens: None,
         purpose: Purpose::Turn,
     }
@@ -292,7 +293,7 @@ mod openai_model {
         let (base, stub) = start(vec![ok(openai_answer())]).await;
         let model = built(Provider::Openai, &base, None);
         let mut request = conversation();
-        request.tools.clear();
+        request.tools = Vec::new().into();
         request.messages.truncate(1);
         model.complete(&request).await.unwrap();
 

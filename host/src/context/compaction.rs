@@ -72,11 +72,11 @@ pub fn summary_request(
         transcript.push('\n');
     }
     ModelRequest {
-        instructions: SUMMARY_INSTRUCTIONS.to_string(),
+        instructions: SUMMARY_INSTRUCTIONS.into(),
         messages: vec![ChatMessage::User {
             content: transcript,
         }],
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_output_tokens,
         purpose: Purpose::Summary,
     }

@@ -2,6 +2,7 @@
 //! start-up, byte-identical on every turn of every task), the per-task sections in the first
 //! input message, then the history.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::config::ParticipantConfig;
@@ -26,7 +27,7 @@ static PREFIX_BUILDS: AtomicUsize = AtomicUsize::new(0);
 /// never part of the history, so compaction never touches it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaticPrefix {
-    text: String,
+    text: Arc<str>,
 }
 
 impl StaticPrefix {
@@ -46,7 +47,7 @@ impl StaticPrefix {
             section("agents", agents),
         ];
         StaticPrefix {
-            text: sections.join("\n\n"),
+            text: sections.join("\n\n").into(),
         }
     }
 
@@ -59,6 +60,11 @@ impl StaticPrefix {
     /// The prefix as the model receives it.
     pub fn as_str(&self) -> &str {
         &self.text
+    }
+
+    /// The prefix for a request: shared, never copied per turn.
+    pub fn shared(&self) -> Arc<str> {
+        self.text.clone()
     }
 }
 
@@ -160,7 +166,7 @@ pub fn render_per_task(input: &TurnInput<'_>) -> String {
 /// The request for one turn.
 pub fn assemble(
     prefix: &StaticPrefix,
-    tools: &[ToolSpec],
+    tools: &Arc<[ToolSpec]>,
     max_output_tokens: Option<u32>,
     input: &TurnInput<'_>,
 ) -> ModelRequest {
@@ -170,9 +176,9 @@ pub fn assemble(
     });
     messages.extend(input.history.iter().map(HistoryItem::to_message));
     ModelRequest {
-        instructions: prefix.as_str().to_string(),
+        instructions: prefix.shared(),
         messages,
-        tools: tools.to_vec(),
+        tools: tools.clone(),
         max_output_tokens,
         purpose: Purpose::Turn,
     }
@@ -184,9 +190,27 @@ pub fn estimate_tokens(request: &ModelRequest) -> usize {
     let tools: usize = request
         .tools
         .iter()
-        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .map(|t| t.name.len() + t.description.len() + json_len(&t.parameters))
         .sum();
     (request.instructions.len() + messages + tools) / CHARS_PER_TOKEN
+}
+
+/// The length of a value's JSON text, counted as it is written: no text is built.
+fn json_len(value: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a sink that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 fn message_chars(message: &ChatMessage) -> usize {
@@ -273,7 +297,7 @@ mod tests {
         ];
         let request = assemble(
             &prefix,
-            &[],
+            &Vec::new().into(),
             None,
             &TurnInput {
                 record: &record,

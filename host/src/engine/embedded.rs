@@ -78,7 +78,7 @@ impl Shared {
             models,
             tools,
             prefix,
-            tool_specs,
+            tool_specs: tool_specs.into(),
             settings,
             children,
             skills,

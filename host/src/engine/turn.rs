@@ -43,7 +43,7 @@ pub(crate) struct Shared {
     pub tools: Arc<dyn ToolHost>,
     pub prefix: StaticPrefix,
     /// The tool definitions, sorted by name, as sent on every turn.
-    pub tool_specs: Vec<ToolSpec>,
+    pub tool_specs: Arc<[ToolSpec]>,
     pub settings: EngineSettings,
     /// Creates and follows child tasks; `None` where tasks have no children (tests).
     pub children: Option<Arc<Children>>,

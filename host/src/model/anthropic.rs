@@ -348,7 +348,7 @@ mod tests {
         ModelRequest {
             instructions: "Be brief.".into(),
             messages,
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             max_output_tokens: None,
             purpose: Default::default(),
         }

@@ -271,9 +271,9 @@ mod tests {
 
     fn request(purpose: Purpose) -> ModelRequest {
         ModelRequest {
-            instructions: String::new(),
+            instructions: "".into(),
             messages: Vec::new(),
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             max_output_tokens: None,
             purpose,
         }

@@ -22,6 +22,8 @@ pub mod retry;
 pub mod scripted;
 pub mod unconfigured;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -91,12 +93,13 @@ pub enum Purpose {
 /// Everything one model call needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequest {
-    /// The static, cached prefix: sent as the system prompt / instructions.
-    pub instructions: String,
+    /// The static, cached prefix: sent as the system prompt / instructions. Shared, not copied:
+    /// every turn of every task sends the same text.
+    pub instructions: Arc<str>,
     /// The first user message (per-task sections) and then the history.
     pub messages: Vec<ChatMessage>,
-    /// Sorted by name.
-    pub tools: Vec<ToolSpec>,
+    /// Sorted by name; shared by every turn, not copied into each request.
+    pub tools: Arc<[ToolSpec]>,
     pub max_output_tokens: Option<u32>,
     pub purpose: Purpose,
 }

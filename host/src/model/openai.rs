@@ -2,7 +2,8 @@
 //! llama.cpp server: the request mapping, the answer mapping and the call with retries.
 
 use async_trait::async_trait;
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use super::http::{self, HttpSettings};
 use super::{ChatMessage, Effort, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
@@ -22,6 +23,9 @@ pub struct OpenAiModel {
     settings: HttpSettings,
     endpoint: String,
     client: reqwest::Client,
+    /// Whether the base URL is OpenAI's own host (which names the output limit differently),
+    /// decided once rather than by parsing the URL on every call.
+    openai_host: bool,
 }
 
 impl OpenAiModel {
@@ -29,10 +33,12 @@ impl OpenAiModel {
     pub fn new(settings: HttpSettings) -> Result<OpenAiModel, super::ModelBuildError> {
         let client = http::client().map_err(super::ModelBuildError::Client)?;
         let endpoint = format!("{}/chat/completions", settings.root());
+        let openai_host = settings.host().as_deref() == Some(OPENAI_HOST);
         Ok(OpenAiModel {
             settings,
             endpoint,
             client,
+            openai_host,
         })
     }
 
@@ -44,45 +50,89 @@ impl OpenAiModel {
     /// The JSON body for one request, exactly as sent: an effort goes in `reasoning_effort`,
     /// the field reasoning models read (and compatible servers without reasoning ignore).
     pub fn request_body_at(&self, request: &ModelRequest, effort: Option<Effort>) -> Value {
+        // A body of strings, numbers and JSON values only: it always converts.
+        serde_json::to_value(self.body(request, effort)).unwrap_or(Value::Null)
+    }
+
+    /// The body, borrowing the request's text: the instructions (the whole static prefix) and
+    /// the tools' schemas are written straight into the bytes sent, never copied per call.
+    fn body<'a>(&'a self, request: &'a ModelRequest, effort: Option<Effort>) -> Body<'a> {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.instructions.is_empty() {
-            messages.push(json!({ "role": "system", "content": request.instructions }));
+            messages.push(Outgoing::System {
+                role: "system",
+                content: &request.instructions,
+            });
         }
-        messages.extend(request.messages.iter().map(message));
-        let mut body = Map::new();
-        body.insert("model".into(), json!(self.settings.model));
-        body.insert("messages".into(), Value::Array(messages));
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "type": "function",
-                        "function": {
-                            "name": tool.name,
-                            "description": tool.description,
-                            "parameters": tool.parameters,
-                        }
-                    })
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-        }
+        messages.extend(request.messages.iter().map(|m| Outgoing::Other(message(m))));
+        let tools = request
+            .tools
+            .iter()
+            .map(|tool| Tool {
+                kind: "function",
+                function: Function {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect();
         let limit = request
             .max_output_tokens
             .unwrap_or(self.settings.max_output_tokens);
-        let limit_key = if self.settings.host().as_deref() == Some(OPENAI_HOST) {
-            "max_completion_tokens"
+        let (max_tokens, max_completion_tokens) = if self.openai_host {
+            (None, Some(limit))
         } else {
-            "max_tokens"
+            (Some(limit), None)
         };
-        body.insert(limit_key.into(), json!(limit));
-        if let Some(effort) = effort {
-            body.insert("reasoning_effort".into(), json!(effort.as_str()));
+        Body {
+            model: &self.settings.model,
+            messages,
+            tools,
+            max_tokens,
+            max_completion_tokens,
+            reasoning_effort: effort.map(Effort::as_str),
         }
-        Value::Object(body)
     }
+}
+
+/// A chat-completions request body; see [`OpenAiModel::request_body_at`].
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<Outgoing<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Outgoing<'a> {
+    System {
+        role: &'static str,
+        content: &'a str,
+    },
+    Other(Value),
+}
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 /// One conversation message in the chat-completions shape.
@@ -220,9 +270,19 @@ impl Model for OpenAiModel {
         request: &ModelRequest,
         effort: Option<Effort>,
     ) -> Result<ModelReply, ModelError> {
-        let body = self.request_body_at(request, effort);
+        // Written once, straight from the request; each attempt sends the same bytes.
+        let body = serde_json::to_vec(&self.body(request, effort))
+            .map(bytes::Bytes::from)
+            .map_err(|err| ModelError::Transport {
+                detail: format!("the request could not be written as JSON: {err}"),
+                retries: 0,
+            })?;
         let post = || {
-            let post = self.client.post(&self.endpoint).json(&body);
+            let post = self
+                .client
+                .post(&self.endpoint)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
             match &self.settings.api_key {
                 Some(key) => post.bearer_auth(key),
                 None => post,
@@ -256,7 +316,7 @@ mod tests {
             messages: vec![ChatMessage::User {
                 content: "hi".into(),
             }],
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             max_output_tokens: None,
             purpose: Default::default(),
         }

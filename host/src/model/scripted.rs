@@ -321,7 +321,7 @@ usage = { input_tokens = 1200, output_tokens = 30 }
 
     fn request(purpose: Purpose) -> ModelRequest {
         ModelRequest {
-            instructions: String::new(),
+            instructions: "".into(),
             messages: vec![
                 ChatMessage::User {
                     content: "a".into(),
@@ -330,7 +330,7 @@ usage = { input_tokens = 1200, output_tokens = 30 }
                     content: "b".into(),
                 },
             ],
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             max_output_tokens: None,
             purpose,
         }

@@ -48,9 +48,9 @@ mod tests {
     async fn every_call_explains_what_to_set() {
         let model = UnconfiguredModel::default();
         let request = ModelRequest {
-            instructions: String::new(),
+            instructions: "".into(),
             messages: Vec::new(),
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             max_output_tokens: None,
             purpose: Default::default(),
         };

@@ -114,9 +114,9 @@ mod tests {
 
     fn request(messages: Vec<ChatMessage>) -> ModelRequest {
         ModelRequest {
-            instructions: String::new(),
+            instructions: "".into(),
             messages,
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             max_output_tokens: None,
             purpose: Purpose::Turn,
         }
