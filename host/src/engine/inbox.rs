@@ -33,10 +33,17 @@ pub(super) async fn drain(
     let mut entries = Vec::new();
     let mut replies = Vec::new();
     let mut links = Vec::new();
+    // Each message read, by sequence number, with its id when a participant sent it: the turn
+    // names the newest one recorded to the model without reading it again.
+    let mut read = Vec::new();
     for (seq, message) in hub
         .store()
         .messages_after(&record.id, replay.last_inbound_seq)?
     {
+        read.push((
+            seq,
+            (message.role == Role::User).then(|| message.message_id.clone()),
+        ));
         if is_child_report(&message) {
             entries.push(JournalEntry::Note {
                 source: "agent".to_string(),
@@ -121,6 +128,9 @@ pub(super) async fn drain(
         for entry in &entries {
             replay.apply(entry);
         }
+        replay.newest_drained = read
+            .into_iter()
+            .find(|(seq, _)| *seq == replay.last_inbound_seq);
         if let Some(children) = shared.children.as_ref() {
             for link in &links {
                 children.follow(&record.id, link);

@@ -82,6 +82,10 @@ pub struct Replay {
     pub usage: Usage,
     /// The skills loaded on the task, sorted by name: the recorded tool results' effects, folded.
     skills: Vec<String>,
+    /// The newest message this loop drained: its sequence number and, when a participant sent
+    /// it, its id. Not journaled: it spares the turn a store read, and a loop that did not
+    /// drain the message itself (after a restart) reads it from the store.
+    pub newest_drained: Option<(i64, Option<String>)>,
 }
 
 impl Replay {

@@ -295,7 +295,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         compact(shared, &*model, effort, id, replay, cut).await?;
         return Ok(Step::Continue);
     }
-    let message_id = newest_inbound_id(hub, id, replay.last_inbound_seq)?;
+    let message_id = newest_inbound_id(hub, id, replay)?;
     let turn = TurnContext {
         task_id: id,
         message_id: message_id.as_deref(),
@@ -549,7 +549,17 @@ fn finish_task(
 
 /// The id of the newest participant message, the one this turn answers (at `seq`, the last one
 /// drained), for models that key their behaviour on it.
-fn newest_inbound_id(hub: &TaskHub, id: &str, seq: i64) -> Result<Option<String>, StoreError> {
+fn newest_inbound_id(
+    hub: &TaskHub,
+    id: &str,
+    replay: &Replay,
+) -> Result<Option<String>, StoreError> {
+    let seq = replay.last_inbound_seq;
+    if let Some((drained, message_id)) = &replay.newest_drained
+        && *drained == seq
+    {
+        return Ok(message_id.clone());
+    }
     let messages = hub.store().messages_after(id, seq.saturating_sub(1))?;
     Ok(messages
         .into_iter()

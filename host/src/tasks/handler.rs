@@ -117,14 +117,8 @@ impl Tasks {
             trusted,
         } = sender;
         let sender = sender.as_str();
-        if !message.message_id.is_empty()
-            && let Some(existing) = self
-                .hub
-                .store()
-                .task_created_by(sender, &message.message_id)?
-        {
-            return self.existing(&existing);
-        }
+        // A resent message is found in the transaction that would create its task (below), so
+        // a new task costs no read beforehand.
         let brief = read_brief(&message)?;
         let mut ext = match brief {
             Some(ext) => ext,
