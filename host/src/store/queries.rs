@@ -24,6 +24,7 @@ pub(super) const MESSAGES_AFTER: &str =
 pub(super) const HISTORY: &str = "SELECT body FROM messages WHERE task_id = +?1 AND seq > \
      (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE task_id = +?1) - ?2 ORDER BY seq";
 pub(super) const JOURNAL: &str = "SELECT seq, entry FROM journal WHERE task_id = +?1 ORDER BY seq";
+pub(super) const NEXT_UPDATE_SEQ: &str = "SELECT COALESCE(MAX(updated_seq), 0) + 1 FROM tasks";
 pub(super) const NEXT_MESSAGE_SEQ: &str =
     "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE task_id = +?1";
 pub(super) const NEXT_JOURNAL_SEQ: &str =

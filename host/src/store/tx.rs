@@ -163,19 +163,25 @@ impl Tx<'_> {
             "INSERT OR IGNORE INTO task_participants (task_id, participant_id) VALUES (?1, ?2)",
         )?;
         stmt.execute(params![record.id, record.owner])?;
-        for participant in &record.ext.participants {
+        // The creator usually joins as a participant too: one entry is enough.
+        for participant in record
+            .ext
+            .participants
+            .iter()
+            .filter(|p| p.id != record.owner)
+        {
             stmt.execute(params![record.id, participant.id])?;
         }
         Ok(())
     }
 
-    /// A store-wide counter, so listings order by the last change without relying on clocks.
+    /// A store-wide sequence, so listings order by the last change without relying on clocks:
+    /// one past the newest change, read in this transaction (the write lock makes it this
+    /// transaction's alone, whichever process writes) from the end of `tasks_by_update`.
     fn next_seq(&self) -> Result<i64, StoreError> {
         Ok(self
             .conn
-            .prepare_cached(
-                "UPDATE counters SET value = value + 1 WHERE name = 'task_update' RETURNING value",
-            )?
+            .prepare_cached(queries::NEXT_UPDATE_SEQ)?
             .query_row([], |row| row.get(0))?)
     }
 }
