@@ -2,11 +2,16 @@
 //! that answers at once) or as an OpenAI-compatible chat-completions stub on loopback, so the
 //! harness pays for a real HTTP model call as it would in production.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 
 use async_trait::async_trait;
 use axum::Json;
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tiny_harness::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall};
 
@@ -88,13 +93,34 @@ impl Model for InstantModel {
     }
 }
 
+/// The part of a chat-completions request the stub reads: each message's role and text,
+/// borrowed from the body. The rest (the system prompt's text aside, the tools' schemas) is
+/// skipped unparsed into values: the stub stands in for a model on another machine, so it
+/// should take as little of the shared CPU as it can.
+#[derive(Deserialize)]
+struct Request<'a> {
+    #[serde(borrow)]
+    messages: Vec<Said<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Said<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+}
+
 /// One chat-completions answer in OpenAI's shape.
-async fn chat_completions(Json(body): Json<Value>) -> Json<Value> {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let pairs = messages.iter().filter_map(|m| {
-        let role = m["role"].as_str()?;
-        (role != "system").then(|| (role, m["content"].as_str().unwrap_or("")))
-    });
+async fn chat_completions(body: Bytes) -> Response {
+    let Ok(request) = serde_json::from_slice::<Request<'_>>(&body) else {
+        return (StatusCode::BAD_REQUEST, "not a chat-completions request").into_response();
+    };
+    let pairs = request
+        .messages
+        .iter()
+        .filter(|m| m.role != "system")
+        .map(|m| (m.role.as_ref(), m.content.as_deref().unwrap_or("")));
     let message = match decide(pairs) {
         Move::Answer(text) => json!({"role": "assistant", "content": text}),
         Move::Call(name, arguments) => json!({"role": "assistant", "content": null,
@@ -107,6 +133,7 @@ async fn chat_completions(Json(body): Json<Value>) -> Json<Value> {
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105},
     }))
+    .into_response()
 }
 
 /// Binds the stub on `bind` and serves it on this runtime; returns the address it listens on.
