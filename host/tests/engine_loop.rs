@@ -331,6 +331,16 @@ async fn a_question_waits_for_the_participant_and_the_answer_reaches_the_model()
     );
     let done = send_and_settle(&h, "March", &task.id).await;
     assert_eq!(done.status.state, TaskState::Completed);
+    // Each turn names the participant message it answers, the one its loop drained last.
+    let sent: Vec<_> = done
+        .history
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| Some(m.message_id))
+        .collect();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(model.message_ids(), sent);
     let last = model.requests().pop().unwrap();
     assert!(last.messages.contains(&ChatMessage::User {
         content: "March".into()

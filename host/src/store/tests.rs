@@ -420,3 +420,40 @@ fn raw_connection(path: &std::path::Path) -> Connection {
     super::memory::install();
     Connection::open(path).unwrap()
 }
+
+#[test]
+fn a_changed_task_moves_to_the_front_of_listings_also_after_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("order.db");
+    let ids = |store: &Store| -> Vec<String> {
+        let page = store
+            .list_tasks(&TaskFilter {
+                participant_id: "alice".into(),
+                limit: 10,
+                ..TaskFilter::default()
+            })
+            .unwrap();
+        page.tasks.into_iter().map(|t| t.id).collect()
+    };
+    {
+        let store = Store::open(&path).unwrap();
+        for id in ["t1", "t2", "t3"] {
+            store
+                .write(|tx| tx.insert_task(&record(id, "alice", TaskState::Working)))
+                .unwrap();
+        }
+        store
+            .write(|tx| tx.update_task(&record("t1", "alice", TaskState::Completed)))
+            .unwrap();
+        assert_eq!(ids(&store), ["t1", "t3", "t2"]);
+    }
+    // The sequence goes on from the newest change in the file, not from a count in memory.
+    let store = Store::open(&path).unwrap();
+    store
+        .write(|tx| tx.update_task(&record("t2", "alice", TaskState::Completed)))
+        .unwrap();
+    store
+        .write(|tx| tx.insert_task(&record("t4", "alice", TaskState::Working)))
+        .unwrap();
+    assert_eq!(ids(&store), ["t4", "t2", "t1", "t3"]);
+}

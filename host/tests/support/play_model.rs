@@ -20,36 +20,31 @@ pub struct PlayModel {
     requests: Mutex<Vec<ModelRequest>>,
     /// The turn each turn request was made at.
     turns: Mutex<Vec<usize>>,
+    /// The message each turn request answered.
+    message_ids: Mutex<Vec<Option<String>>>,
 }
 
 impl PlayModel {
     pub fn new(replies: Vec<ModelReply>) -> Arc<PlayModel> {
-        Arc::new(PlayModel {
-            replies,
-            delay: Duration::ZERO,
-            hang_past_end: false,
-            requests: Mutex::new(Vec::new()),
-            turns: Mutex::new(Vec::new()),
-        })
+        PlayModel::with(replies, Duration::ZERO, false)
     }
 
     pub fn hanging_after(replies: Vec<ModelReply>) -> Arc<PlayModel> {
-        Arc::new(PlayModel {
-            replies,
-            delay: Duration::ZERO,
-            hang_past_end: true,
-            requests: Mutex::new(Vec::new()),
-            turns: Mutex::new(Vec::new()),
-        })
+        PlayModel::with(replies, Duration::ZERO, true)
     }
 
     pub fn slow(replies: Vec<ModelReply>, delay: Duration) -> Arc<PlayModel> {
+        PlayModel::with(replies, delay, false)
+    }
+
+    fn with(replies: Vec<ModelReply>, delay: Duration, hang_past_end: bool) -> Arc<PlayModel> {
         Arc::new(PlayModel {
             replies,
             delay,
-            hang_past_end: false,
+            hang_past_end,
             requests: Mutex::new(Vec::new()),
             turns: Mutex::new(Vec::new()),
+            message_ids: Mutex::new(Vec::new()),
         })
     }
 
@@ -60,6 +55,11 @@ impl PlayModel {
     /// The turn each turn call was made at, in order.
     pub fn turns(&self) -> Vec<usize> {
         self.turns.lock().unwrap().clone()
+    }
+
+    /// The participant message each turn call answered (`TurnContext::message_id`), in order.
+    pub fn message_ids(&self) -> Vec<Option<String>> {
+        self.message_ids.lock().unwrap().clone()
     }
 }
 
@@ -81,6 +81,10 @@ impl Model for PlayModel {
         turn: &TurnContext<'_>,
     ) -> Result<TurnReply, ModelError> {
         self.turns.lock().unwrap().push(turn.turn);
+        self.message_ids
+            .lock()
+            .unwrap()
+            .push(turn.message_id.map(str::to_string));
         Ok(TurnReply {
             reply: self.play(request, turn.turn).await?,
             finish: None,
