@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use super::Engine;
 use super::children::Children;
 use super::tools::ToolHost;
-use super::turn::{Parking, Shared, run_task};
+use super::turn::{Origin, Parking, Shared, run_task};
 use super::wakeups::WakeReceiver;
 use crate::context::StaticPrefix;
 use crate::model::Models;
@@ -141,7 +141,7 @@ impl EmbeddedEngine {
     pub fn resume_open(&self) -> Result<usize, StoreError> {
         let ids = self.shared.hub.store().open_task_ids()?;
         for id in &ids {
-            self.spawn(id);
+            self.spawn(id, Origin::Journal);
         }
         Ok(ids.len())
     }
@@ -158,7 +158,7 @@ impl EmbeddedEngine {
         lock(&self.running).len()
     }
 
-    fn spawn(&self, id: &str) {
+    fn spawn(&self, id: &str, origin: Origin) {
         let mut running = lock(&self.running);
         if running.contains_key(id) || self.shutdown.is_cancelled() {
             return;
@@ -181,7 +181,7 @@ impl EmbeddedEngine {
         let id = id.to_string();
         self.tracker.spawn(async move {
             let end = parking.clone_handle();
-            run_task(shared, id, parking, stop).await;
+            run_task(shared, id, origin, parking, stop).await;
             end.leave();
         });
     }
@@ -244,7 +244,7 @@ fn lock(map: &RunningMap) -> std::sync::MutexGuard<'_, HashMap<String, Running>>
 #[async_trait::async_trait]
 impl Engine for EmbeddedEngine {
     fn start(&self, task_id: &str) {
-        self.spawn(task_id);
+        self.spawn(task_id, Origin::Created);
     }
 
     fn wake(&self, task_id: &str) {
@@ -254,7 +254,7 @@ impl Engine for EmbeddedEngine {
             Some(task) => task.woken.store(true, Ordering::SeqCst),
             None => {
                 drop(running);
-                self.spawn(task_id);
+                self.spawn(task_id, Origin::Journal);
             }
         }
     }

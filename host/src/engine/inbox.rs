@@ -3,6 +3,8 @@
 //! commands are carried out here, without a model turn. Each batch is journaled in one
 //! transaction with the task's new state.
 
+use std::sync::Arc;
+
 use super::ToolError;
 use super::children::SpawnRequest;
 use super::children::brief::ChildBrief;
@@ -21,14 +23,24 @@ use crate::tasks::record::TaskRecord;
 /// The command a participant sends to give the task a sub-task on this harness.
 pub const SUBTASK_COMMAND: &str = "/sub-task";
 
+/// What [`drain`] found.
+pub(super) enum Drained {
+    /// No new message.
+    Nothing,
+    /// New messages, journaled; the task as that write left it.
+    Recorded(Arc<TaskRecord>),
+    /// New messages, but the task had ended or gone when they were to be written.
+    Ended,
+}
+
 /// Records every new message for the task: participants' messages, the stand-ins' reports of
 /// its children (as untrusted notes) and `/sub-task` commands (carried out here, without a model
-/// turn). True when there were any.
+/// turn).
 pub(super) async fn drain(
     shared: &Shared,
     record: &TaskRecord,
     replay: &mut Replay,
-) -> Result<bool, StepError> {
+) -> Result<Drained, StepError> {
     let hub = &shared.hub;
     let mut entries = Vec::new();
     let mut replies = Vec::new();
@@ -92,7 +104,7 @@ pub(super) async fn drain(
         });
     }
     if entries.is_empty() {
-        return Ok(false);
+        return Ok(Drained::Nothing);
     }
     let wakes_model = entries
         .iter()
@@ -124,20 +136,21 @@ pub(super) async fn drain(
             Ok(())
         })
         .await?;
-    if matches!(change, Change::Applied(..)) {
-        for entry in &entries {
-            replay.apply(entry);
-        }
-        replay.newest_drained = read
-            .into_iter()
-            .find(|(seq, _)| *seq == replay.last_inbound_seq);
-        if let Some(children) = shared.children.as_ref() {
-            for link in &links {
-                children.follow(&record.id, link);
-            }
+    let Change::Applied(after, ()) = change else {
+        return Ok(Drained::Ended);
+    };
+    for entry in &entries {
+        replay.apply(entry);
+    }
+    replay.newest_drained = read
+        .into_iter()
+        .find(|(seq, _)| *seq == replay.last_inbound_seq);
+    if let Some(children) = shared.children.as_ref() {
+        for link in &links {
+            children.follow(&record.id, link);
         }
     }
-    Ok(true)
+    Ok(Drained::Recorded(Arc::new(after)))
 }
 
 /// Whether anything the loop would read arrived after `seq`, the last message it drained: a

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::{self, Budget};
 use super::children::Children;
-use super::inbox::{drain, has_unread};
+use super::inbox::{Drained, drain, has_unread};
 use super::journal::{JournalEntry, Replay};
 use super::participant_task::participant_step;
 use super::tools::{Effect, ToolContext, ToolHost};
@@ -111,21 +111,43 @@ pub(crate) trait Parking: Send {
     fn retire(&mut self) -> bool;
 }
 
+/// Where a loop starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The task was just created, in the same process: its journal is empty, so there is
+    /// nothing to read.
+    Created,
+    /// The task has a past (news woke it, or the process restarted): its journal is read.
+    Journal,
+}
+
 /// Runs a task until it is terminal or parked. Stops early, leaving the task as it is, when
 /// `stop` is cancelled (a cancel request or shutdown).
 pub(crate) async fn run_task(
     shared: Arc<Shared>,
     id: String,
+    origin: Origin,
     parking: impl Parking,
     stop: CancellationToken,
 ) {
-    loop_steps(&shared, &id, parking, stop).await;
+    loop_steps(&shared, &id, origin, parking, stop).await;
     // However the loop ended, the record it kept goes: the next loop reads the store.
     shared.hub.loop_stopped(&id);
 }
 
-async fn loop_steps(shared: &Shared, id: &str, mut parking: impl Parking, stop: CancellationToken) {
-    let mut replay = match replay_of(shared, id) {
+async fn loop_steps(
+    shared: &Shared,
+    id: &str,
+    origin: Origin,
+    mut parking: impl Parking,
+    stop: CancellationToken,
+) {
+    let read = match origin {
+        // Only the task's own loop journals, and this is its first.
+        Origin::Created => Ok(Replay::default()),
+        Origin::Journal => replay_of(shared, id),
+    };
+    let mut replay = match read {
         Ok(replay) => replay,
         Err(err) => {
             tracing::error!(task = %id, "cannot read the journal: {err}");
@@ -167,9 +189,14 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     if record.state().is_terminal() {
         return Ok(Step::Stop);
     }
-    if drain(shared, &record, replay).await? {
-        return Ok(Step::Continue);
-    }
+    // What was drained is journaled with the state it sets; the step goes on from the record
+    // that write left, without reading the inbox again: news that lands from here on is found
+    // by the next step, and no answer is final while some is unread (`has_unread`).
+    let record = match drain(shared, &record, replay).await? {
+        Drained::Nothing => record,
+        Drained::Recorded(after) => after,
+        Drained::Ended => return Ok(Step::Continue),
+    };
     if record.ext.lifecycle == Lifecycle::Participant {
         return Ok(participant_step(hub, &record, replay).await?);
     }

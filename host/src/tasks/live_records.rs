@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::record::TaskRecord;
 
-/// Records kept at most. Entries go when their task ends or its loop stops; the cap bounds what
+/// Records kept at most. Entries go when their task's loop parks or stops; the cap bounds what
 /// a burst of tasks (or a loop that never stopped cleanly) can hold: past it, a change is simply
 /// not kept, and the loop reads the store.
 pub const MAX_LIVE_RECORDS: usize = 4_096;
@@ -71,17 +71,15 @@ impl LiveRecords {
         Stamper(self.next_version.clone())
     }
 
-    /// The write stamped `version` has committed, leaving `record`. A terminal task is dropped
-    /// (its loop has nothing more to read); an older version than the one kept changes nothing.
+    /// The write stamped `version` has committed, leaving `record`. An older version than the
+    /// one kept changes nothing. A terminal task replaces a record kept for it (its loop, about
+    /// to stop, reads how the task ended without a store read) but is never added: nothing
+    /// would read it, and its loop's end drops it ([`LiveRecords::forget`]).
     pub fn landed(&self, version: u64, record: &TaskRecord) {
         if !self.enabled {
             return;
         }
         let mut entries = self.lock();
-        if record.state().is_terminal() {
-            entries.remove(&record.id);
-            return;
-        }
         let full = entries.len() >= MAX_LIVE_RECORDS;
         match entries.get_mut(&record.id) {
             Some(entry) if entry.version >= version => {}
@@ -91,7 +89,7 @@ impl LiveRecords {
                     record: Arc::new(record.clone()),
                 };
             }
-            None if full => {}
+            None if full || record.state().is_terminal() => {}
             None => {
                 entries.insert(
                     record.id.clone(),
@@ -178,7 +176,7 @@ mod tests {
     }
 
     #[test]
-    fn an_ended_task_and_a_forgotten_one_are_read_from_the_store() {
+    fn an_ended_task_is_kept_only_until_its_loop_forgets_it() {
         let records = LiveRecords::enabled();
         records.landed(
             records.stamper().stamp(),
@@ -192,9 +190,23 @@ mod tests {
             records.stamper().stamp(),
             &record("a", TaskState::Completed, "done"),
         );
-        assert_eq!(note(&records, "a"), None, "a terminal task is not kept");
+        assert_eq!(
+            note(&records, "a").as_deref(),
+            Some("done"),
+            "the loop of a task that just ended reads how it ended"
+        );
+        records.forget("a");
         records.forget("b");
         assert!(records.is_empty());
+        records.landed(
+            records.stamper().stamp(),
+            &record("c", TaskState::Canceled, "canceled"),
+        );
+        assert_eq!(
+            note(&records, "c"),
+            None,
+            "a task that ended with no record kept is not added"
+        );
     }
 
     #[test]
