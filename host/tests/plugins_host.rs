@@ -17,7 +17,9 @@ use tiny_harness::a2a::types::TaskStatus;
 use tiny_harness::config::Config;
 use tiny_harness::engine::{ToolContext, ToolHost, ToolOutcome};
 use tiny_harness::model::ToolCall;
-use tiny_harness::plugins::{CacheOutcome, CallLimits, PluginHost, PluginSettings};
+use tiny_harness::plugins::{
+    COPY_INIT_MAX_BYTES, CacheOutcome, CallLimits, PluginHost, PluginSettings,
+};
 use tiny_harness::runtime::offline_prompt_context;
 use tiny_harness::tasks::extension::TaskExtension;
 use tiny_harness::tasks::record::TaskRecord;
@@ -262,6 +264,61 @@ async fn a_trap_a_spin_and_a_memory_hog_each_fail_clearly_within_the_deadline() 
     );
     // The same plugin still works after each failure: every call gets a fresh instance.
     assert!(call(&host, "zoo_echo", json!({})).await.result.is_ok());
+}
+
+/// `bytes` with a custom section of `size` bytes appended: the same component, bigger.
+fn padded(mut bytes: Vec<u8>, size: usize) -> Vec<u8> {
+    fn leb(mut n: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let name = b"padding";
+    let mut body = Vec::new();
+    leb(name.len(), &mut body);
+    body.extend_from_slice(name);
+    body.resize(body.len() + size, 0);
+    bytes.push(0);
+    leb(body.len(), &mut bytes);
+    bytes.extend_from_slice(&body);
+    bytes
+}
+
+#[tokio::test]
+async fn a_big_plugin_whose_memory_image_is_mapped_keeps_the_same_sandbox() {
+    // Small components get their memory image copied at each call, big ones mapped
+    // copy-on-write: the same plugin on either side answers and fails the same way.
+    let bytes = std::fs::read(fixtures::wasm("zoo")).unwrap();
+    assert!(bytes.len() < COPY_INIT_MAX_BYTES, "the fixture is small");
+    let big = padded(bytes, COPY_INIT_MAX_BYTES);
+    assert!(big.len() > COPY_INIT_MAX_BYTES);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("zoo.wasm"), &big).unwrap();
+    let host = load(Some(dir.path())).await.unwrap();
+    for _ in 0..3 {
+        let echo = call(&host, "zoo_echo", json!({"text": "hi"})).await;
+        assert_eq!(echo.text(), "echo: {\"text\":\"hi\"}");
+    }
+    let hog = call(&host, "zoo_hog", json!({})).await;
+    assert_eq!(
+        hog.text(),
+        "[plugin.failed] plugin zoo.wasm failed in zoo_hog: it tried to use more than 64 MiB of memory (plugins.memory_mb)"
+    );
+    let trap = call(&host, "zoo_trap", json!({})).await;
+    assert!(
+        trap.text()
+            .starts_with("[plugin.failed] plugin zoo.wasm failed in zoo_trap: it trapped"),
+        "{}",
+        trap.text()
+    );
+    let echo = call(&host, "zoo_echo", json!({"text": "after"})).await;
+    assert_eq!(echo.text(), "echo: {\"text\":\"after\"}");
 }
 
 #[tokio::test]

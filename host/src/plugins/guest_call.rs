@@ -5,8 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::Engine;
-
 use super::bindings::types::ToolError as WitToolError;
 use super::errors::describe_failure;
 use super::host_api::CallState;
@@ -21,7 +19,6 @@ pub const CALL_GRACE: Duration = Duration::from_secs(2);
 
 /// A call ready to run: which plugin, which tool, with what, for which task.
 pub struct GuestCall {
-    pub engine: Engine,
     pub plugin: Arc<LoadedPlugin>,
     pub limits: CallLimits,
     pub tool: String,
@@ -50,7 +47,6 @@ impl GuestCall {
     /// Instantiates the plugin in a fresh store and calls its `invoke`.
     pub async fn run(self) -> GuestReport {
         let GuestCall {
-            engine,
             plugin,
             limits,
             tool,
@@ -58,7 +54,8 @@ impl GuestCall {
             state,
         } = self;
         let log = CallLog::new(&plugin.file, plugin.log_rate.clone());
-        let mut store = store(&engine, log, limits, Some(state));
+        // The engine the plugin was compiled for (see `sandbox::Engines`).
+        let mut store = store(plugin.pre.engine(), log, limits, Some(state));
         let host_wait = store.data().host_wait.clone();
         let run = async {
             let instance = plugin.pre.instantiate_async(&mut store).await?;

@@ -29,7 +29,7 @@ pub use cache::CacheOutcome;
 pub use compose::{MAX_PROMPT_CHARS, MAX_SECTION_CHARS, Prompt, PromptError};
 pub use errors::PluginError;
 pub use plugin_log::{MAX_LOG_BYTES_PER_CALL, MAX_LOG_LINES_PER_CALL, MAX_LOG_LINES_PER_SECOND};
-pub use sandbox::CallLimits;
+pub use sandbox::{COPY_INIT_MAX_BYTES, CallLimits};
 pub use threads::THREAD_NAME_PREFIX;
 pub use toolbox::Toolbox;
 
@@ -111,9 +111,16 @@ impl PluginHost {
         ctx: &PromptContext,
         port: Arc<dyn EffectPort>,
     ) -> Result<PluginHost, PluginError> {
-        let engine = sandbox::engine().map_err(|err| PluginError::Engine(format!("{err:#}")))?;
-        let linker =
-            loader::linker(&engine).map_err(|err| PluginError::Engine(format!("{err:#}")))?;
+        let engines =
+            sandbox::Engines::start().map_err(|err| PluginError::Engine(format!("{err:#}")))?;
+        let linkers = engines
+            .all()
+            .map(|engine| loader::linker(engine).map(|linker| (engine.clone(), linker)));
+        let [copying, mapping] = linkers;
+        let (copying, mapping) = (
+            copying.map_err(|err| PluginError::Engine(format!("{err:#}")))?,
+            mapping.map_err(|err| PluginError::Engine(format!("{err:#}")))?,
+        );
         let cache = CompileCache::new(settings.cache_dir.clone());
         let mut sources: Vec<(String, Vec<u8>)> =
             vec![(BUILTIN_NAME.to_string(), BUILTIN_WASM.to_vec())];
@@ -122,8 +129,13 @@ impl PluginHost {
         }
         let mut plugins = Vec::with_capacity(sources.len());
         for (file, bytes) in &sources {
+            let (engine, linker) = if sandbox::copies_image(bytes.len()) {
+                &copying
+            } else {
+                &mapping
+            };
             plugins.push(
-                loader::load(&engine, &linker, &cache, file, bytes, settings.limits, ctx).await?,
+                loader::load(engine, linker, &cache, file, bytes, settings.limits, ctx).await?,
             );
         }
         let mut prompt = Prompt::default();
@@ -135,13 +147,7 @@ impl PluginHost {
         }
         let threads = PluginThreads::start(settings.threads, settings.max_concurrent_calls)
             .map_err(|err| PluginError::Engine(format!("its threads did not start: {err}")))?;
-        let toolbox = Arc::new(Toolbox::new(
-            engine,
-            settings.limits,
-            threads,
-            &plugins,
-            port,
-        )?);
+        let toolbox = Arc::new(Toolbox::new(settings.limits, threads, &plugins, port)?);
         Ok(PluginHost {
             plugins,
             prompt,

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use wasmtime::Engine;
 
 use super::errors::PluginError;
 use super::guest_call::{GuestCall, GuestResult};
@@ -36,7 +35,6 @@ struct Entry {
 
 /// Every plugin's tools.
 pub struct Toolbox {
-    engine: Engine,
     /// Every effect a tool asks for goes through it: the engine checks and makes it.
     port: Arc<dyn EffectPort>,
     limits: CallLimits,
@@ -49,7 +47,6 @@ pub struct Toolbox {
 impl Toolbox {
     /// Gathers the plugins' tools, checking names, sizes and schemas.
     pub fn new(
-        engine: Engine,
         limits: CallLimits,
         threads: PluginThreads,
         plugins: &[Arc<LoadedPlugin>],
@@ -117,7 +114,6 @@ impl Toolbox {
         }
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Toolbox {
-            engine,
             port,
             limits,
             threads,
@@ -217,7 +213,6 @@ impl ToolHost for Toolbox {
             loaded_skills: context.skills.to_vec(),
         };
         let guest = GuestCall {
-            engine: self.engine.clone(),
             plugin: plugin.clone(),
             limits: self.limits,
             tool: call.name.clone(),
