@@ -163,6 +163,10 @@ async fn a_message_creates_a_task_that_completes_with_the_models_answer() {
     .await
     .expect("the loop ended");
     assert_eq!(h.hub.live_records(), 0);
+    // Three reads in all: the loop's one drain (a new task's empty journal is not read, the
+    // step after the drain does not drain again, and its last look at the ended task is the
+    // hub's record), then this test's `GetTask`, the task and its history.
+    assert_eq!(h.store.read_count(), 3);
 }
 
 #[tokio::test]

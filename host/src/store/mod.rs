@@ -14,6 +14,7 @@ mod tx;
 mod writer;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
@@ -90,6 +91,8 @@ pub struct Store {
     checkpointer: Option<Arc<Checkpointer>>,
     readers: Readers,
     counts: Arc<WriteCounts>,
+    /// Reads made, for tests and benchmarks (see [`Store::read_count`]).
+    reads: AtomicU64,
 }
 
 impl Store {
@@ -145,6 +148,7 @@ impl Store {
             conn,
             readers,
             counts,
+            reads: AtomicU64::new(0),
         })
     }
 
@@ -180,9 +184,23 @@ impl Store {
         &self.counts
     }
 
+    /// Reads made since the store was opened (each call of a reading method is one), for tests
+    /// that check what a task costs.
+    pub fn read_count(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.readers.read(f)
+    }
+
     /// The task with this id.
     pub fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.readers.read(|conn| queries::task(conn, id))
+        self.read(|conn| queries::task(conn, id))
     }
 
     /// The task that the owner's message with this id created, if one did.
@@ -191,13 +209,12 @@ impl Store {
         owner: &str,
         message_id: &str,
     ) -> Result<Option<String>, StoreError> {
-        self.readers
-            .read(|conn| queries::creation(conn, owner, message_id))
+        self.read(|conn| queries::creation(conn, owner, message_id))
     }
 
     /// Ids of every task that is not terminal, oldest first: the ones to resume after a restart.
     pub fn open_task_ids(&self) -> Result<Vec<String>, StoreError> {
-        self.readers.read(queries::open_task_ids)
+        self.read(queries::open_task_ids)
     }
 
     /// The task's messages after `after_seq`, with their sequence numbers, oldest first.
@@ -206,24 +223,22 @@ impl Store {
         task_id: &str,
         after_seq: i64,
     ) -> Result<Vec<(i64, Message)>, StoreError> {
-        self.readers
-            .read(|conn| queries::messages_after(conn, task_id, after_seq))
+        self.read(|conn| queries::messages_after(conn, task_id, after_seq))
     }
 
     /// The task's history: the last `limit` messages (all when `None`), oldest first.
     pub fn history(&self, task_id: &str, limit: Option<usize>) -> Result<Vec<Message>, StoreError> {
-        self.readers
-            .read(|conn| queries::history(conn, task_id, limit))
+        self.read(|conn| queries::history(conn, task_id, limit))
     }
 
     /// Every journal entry of the task, with its sequence number, in order.
     pub fn journal<T: DeserializeOwned>(&self, task_id: &str) -> Result<Vec<(i64, T)>, StoreError> {
-        self.readers.read(|conn| queries::journal(conn, task_id))
+        self.read(|conn| queries::journal(conn, task_id))
     }
 
     /// A page of the tasks a participant may see, most recently updated first.
     pub fn list_tasks(&self, filter: &TaskFilter) -> Result<TaskPage, StoreError> {
-        self.readers.read(|conn| queries::list_tasks(conn, filter))
+        self.read(|conn| queries::list_tasks(conn, filter))
     }
 
     #[cfg(test)]
