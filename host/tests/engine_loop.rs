@@ -352,6 +352,49 @@ async fn a_question_waits_for_the_participant_and_the_answer_reaches_the_model()
 }
 
 #[tokio::test]
+async fn a_waiting_task_canceled_before_its_loop_wakes_leaves_no_record_in_memory() {
+    let model = PlayModel::new(vec![tool_reply(
+        "ask_participant",
+        json!({"participant_id": "user", "question": "Which month?"}),
+    )]);
+    let h = harness(
+        Arc::new(Store::open_in_memory().unwrap()),
+        model.clone(),
+        settings(),
+    )
+    .await;
+    let task = send_and_settle(&h, "Reconcile the books", "").await;
+    assert_eq!(task.status.state, TaskState::InputRequired);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while h.engine.running_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the waiting task's loop ended");
+    // A change lands on the waiting task with no loop running (as a child's state written to
+    // a waiting parent does): its record is kept for the loop the news would start.
+    h.hub
+        .change(&task.id, |rec, _| {
+            rec.metadata.insert("note".into(), json!("a child moved"));
+            Ok(())
+        })
+        .await
+        .expect("changed");
+    assert_eq!(h.hub.live_records(), 1);
+    // Canceled before any loop woke: no loop will read or drop the ended record, so it is not
+    // kept.
+    let canceled = h.tasks.cancel_task(&caller(), &task.id).await.unwrap();
+    assert_eq!(canceled.status.state, TaskState::Canceled);
+    assert_eq!(h.engine.running_count(), 0);
+    assert_eq!(
+        h.hub.live_records(),
+        0,
+        "the ended task's record is dropped"
+    );
+}
+
+#[tokio::test]
 async fn a_restarted_engine_resumes_from_the_journal_without_repeating_a_recorded_call() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("harness.db");

@@ -176,7 +176,21 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
     {
-        self.writer.write(f).await
+        self.writer.write(f, |_| {}).await
+    }
+
+    /// As [`Store::write_queued`], and once the commit has landed, `committed` is called with
+    /// what `f` returned, on the writer thread, before the caller hears of it. The hooks of
+    /// successive writes run in the order the writes ran: what mirrors the store in memory
+    /// (the hub's live records) stays in step with it however the callers are scheduled.
+    /// A hook must be quick: the writer waits for it.
+    pub async fn write_queued_then<T, F, H>(&self, f: F, committed: H) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+        H: FnOnce(&T) + Send + 'static,
+    {
+        self.writer.write(f, committed).await
     }
 
     /// What the store has written since it was opened.

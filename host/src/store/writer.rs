@@ -75,17 +75,24 @@ impl Writer {
         })
     }
 
-    /// Queues `f` and waits for the commit that carries it.
-    pub(super) async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Queues `f` and waits for the commit that carries it. Once that commit has landed,
+    /// `committed` is called with what `f` returned, on the writer thread, before the caller
+    /// hears of it: the hooks of successive writes run in the order the writes ran, which no
+    /// set of awaiting callers can promise.
+    pub(super) async fn write<T, F, H>(&self, f: F, committed: H) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+        H: FnOnce(&T) + Send + 'static,
     {
         let (answer, answered) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |tx| match f(tx) {
             Ok(value) => Ok(Box::new(move |failed: Option<&str>| {
                 let _ = answer.send(match failed {
-                    None => Ok(value),
+                    None => {
+                        committed(&value);
+                        Ok(value)
+                    }
                     Some(reason) => Err(StoreError::Commit(reason.to_string())),
                 });
             })),

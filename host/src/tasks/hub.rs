@@ -37,7 +37,8 @@ pub enum Created {
 pub struct TaskHub {
     store: Arc<Store>,
     channels: Channels,
-    live: LiveRecords,
+    /// Shared with the writer thread, which tells it of each change as the change commits.
+    live: Arc<LiveRecords>,
 }
 
 impl TaskHub {
@@ -56,7 +57,7 @@ impl TaskHub {
         TaskHub {
             store,
             channels: Channels::default(),
-            live,
+            live: Arc::new(live),
         }
     }
 
@@ -67,7 +68,10 @@ impl TaskHub {
 
     /// The task as a loop working on it reads it: as its last change in this process left it
     /// when that is kept (`live_records`), else from the store.
+    /// Reading it marks the loop as running, so that the record the task ends with is kept for
+    /// the loop's last look, until [`TaskHub::loop_stopped`].
     pub fn task_for_loop(&self, id: &str) -> Result<Option<Arc<TaskRecord>>, StoreError> {
+        self.live.claim(id);
         if let Some(record) = self.live.get(id) {
             return Ok(Some(record));
         }
@@ -107,25 +111,30 @@ impl TaskHub {
         f: impl FnOnce(&mut Tx<'_>) -> Result<(), StoreError> + Send + 'static,
     ) -> Result<Created, StoreError> {
         let stamper = self.live.stamper();
-        let (created, landed) = self
+        let live = self.live.clone();
+        let (created, _) = self
             .store
-            .write_queued(move |tx| {
-                if !message_id.is_empty()
-                    && let Some(existing) = tx.task_created_by(&record.owner, &message_id)?
-                {
-                    return Ok((Created::Existing(existing), None));
-                }
-                tx.insert_task(&record)?;
-                if !message_id.is_empty() {
-                    tx.record_creation(&record.owner, &message_id, &record.id)?;
-                }
-                f(tx)?;
-                Ok((Created::New, Some((stamper.stamp(), record))))
-            })
+            .write_queued_then(
+                move |tx| {
+                    if !message_id.is_empty()
+                        && let Some(existing) = tx.task_created_by(&record.owner, &message_id)?
+                    {
+                        return Ok((Created::Existing(existing), None));
+                    }
+                    tx.insert_task(&record)?;
+                    if !message_id.is_empty() {
+                        tx.record_creation(&record.owner, &message_id, &record.id)?;
+                    }
+                    f(tx)?;
+                    Ok((Created::New, Some((stamper.stamp(), record))))
+                },
+                move |(_, landed)| {
+                    if let Some((version, record)) = landed {
+                        live.landed(*version, record);
+                    }
+                },
+            )
             .await?;
-        if let Some((version, record)) = landed {
-            self.live.landed(version, &record);
-        }
         Ok(created)
     }
 
@@ -139,26 +148,35 @@ impl TaskHub {
     {
         let id = task_id.to_string();
         let stamper = self.live.stamper();
+        let live = self.live.clone();
         let outcome = self
             .store
-            .write_queued(move |tx| {
-                let Some(before) = tx.task(&id)? else {
-                    return Ok(None);
-                };
-                if before.state().is_terminal() {
-                    return Ok(Some(Err(before)));
-                }
-                let mut after = before.clone();
-                let value = f(&mut after, tx)?;
-                if after != before {
-                    tx.write_change(Some(&before), &after)?;
-                }
-                Ok(Some(Ok((before, after, value, stamper.stamp()))))
-            })
+            .write_queued_then(
+                move |tx| {
+                    let Some(before) = tx.task(&id)? else {
+                        return Ok(None);
+                    };
+                    if before.state().is_terminal() {
+                        return Ok(Some(Err(before)));
+                    }
+                    let mut after = before.clone();
+                    let value = f(&mut after, tx)?;
+                    if after != before {
+                        tx.write_change(Some(&before), &after)?;
+                    }
+                    Ok(Some(Ok((before, after, value, stamper.stamp()))))
+                },
+                // On the writer thread, in commit order: a task's changes reach the live
+                // records in the order they were written, however their callers are scheduled.
+                move |outcome| {
+                    if let Some(Ok((_, after, _, version))) = outcome {
+                        live.landed(*version, after);
+                    }
+                },
+            )
             .await?;
         Ok(match outcome {
-            Some(Ok((before, after, value, version))) => {
-                self.live.landed(version, &after);
+            Some(Ok((before, after, value, _))) => {
                 self.publish(&before, &after);
                 Change::Applied(after, value)
             }

@@ -2,25 +2,31 @@
 //! task's loop reads its record without a store read and a JSON parse at every step.
 //!
 //! Every change goes through the [`super::hub::TaskHub`], so the hub knows each record a commit
-//! leaves. Each change is stamped with a version on the writer thread, in the order the writes
-//! run, and an entry is replaced only by a newer version: a change that completes late never
-//! puts an older record back. A record that is not here is read from the store, which is always
-//! right; this is only a shortcut, and only for the engine's loops (`GetTask` and listings read
-//! the store).
+//! leaves. It is told on the writer thread, right after each commit and in commit order
+//! ([`crate::store::Store::write_queued_then`]), so an ended task's record, once dropped, is
+//! never put back by an older change whose caller woke late. Each change is also stamped with a
+//! version in the order the writes run, and an entry is replaced only by a newer version. A
+//! record that is not here is read from the store, which is always right; this is only a
+//! shortcut, and only for the engine's loops (`GetTask` and listings read the store).
+//!
+//! What is kept: the record of any task a change touched, until its loop parks or stops; the
+//! record a task ended with only while its loop runs (the loop claimed it when it read its
+//! record), for that loop's last look. A task that ends with no loop running (canceled while it
+//! waited) leaves nothing behind.
 //!
 //! Only one process may keep it: when other processes write the same store (the Temporal engine
 //! runs steps on whichever worker takes them), a record here could miss their changes, so the
 //! hub over a shared store keeps none ([`LiveRecords::disabled`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::record::TaskRecord;
 
-/// Records kept at most. Entries go when their task's loop parks or stops; the cap bounds what
-/// a burst of tasks (or a loop that never stopped cleanly) can hold: past it, a change is simply
-/// not kept, and the loop reads the store.
+/// Records kept at most, and loops followed at most. Entries go when their task's loop parks or
+/// stops; the cap bounds what a burst of tasks (or a loop that never stopped cleanly) can hold:
+/// past it, a change is simply not kept, and the loop reads the store.
 pub const MAX_LIVE_RECORDS: usize = 4_096;
 
 /// See the module documentation.
@@ -28,7 +34,15 @@ pub struct LiveRecords {
     enabled: bool,
     /// The next version to stamp; taken on the writer thread, so versions follow write order.
     next_version: Arc<AtomicU64>,
-    entries: Mutex<HashMap<String, Entry>>,
+    kept: Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    records: HashMap<String, Entry>,
+    /// The tasks whose loop is running (it read its record through [`LiveRecords::claim`] and
+    /// has not stopped): only their ended records are kept, since only a loop reads one.
+    looping: HashSet<String>,
 }
 
 /// Takes the version of a write, inside the write: the writer thread runs writes one after
@@ -54,7 +68,7 @@ impl LiveRecords {
         LiveRecords {
             enabled: true,
             next_version: Arc::new(AtomicU64::new(1)),
-            entries: Mutex::new(HashMap::new()),
+            kept: Mutex::new(Kept::default()),
         }
     }
 
@@ -72,16 +86,28 @@ impl LiveRecords {
     }
 
     /// The write stamped `version` has committed, leaving `record`. An older version than the
-    /// one kept changes nothing. A terminal task replaces a record kept for it (its loop, about
-    /// to stop, reads how the task ended without a store read) but is never added: nothing
-    /// would read it, and its loop's end drops it ([`LiveRecords::forget`]).
+    /// one kept changes nothing. A terminal task's record is kept only while the task's loop
+    /// runs (its last look at how the task ended then reads no store), until that loop stops
+    /// ([`LiveRecords::forget`]); a task that ended with no loop running is dropped at once, so
+    /// that nothing is kept that no loop will read or forget.
     pub fn landed(&self, version: u64, record: &TaskRecord) {
         if !self.enabled {
             return;
         }
-        let mut entries = self.lock();
-        let full = entries.len() >= MAX_LIVE_RECORDS;
-        match entries.get_mut(&record.id) {
+        let mut kept = self.lock();
+        let kept = &mut *kept;
+        if record.state().is_terminal() && !kept.looping.contains(&record.id) {
+            if kept
+                .records
+                .get(&record.id)
+                .is_some_and(|entry| entry.version < version)
+            {
+                kept.records.remove(&record.id);
+            }
+            return;
+        }
+        let full = kept.records.len() >= MAX_LIVE_RECORDS;
+        match kept.records.get_mut(&record.id) {
             Some(entry) if entry.version >= version => {}
             Some(entry) => {
                 *entry = Entry {
@@ -89,9 +115,9 @@ impl LiveRecords {
                     record: Arc::new(record.clone()),
                 };
             }
-            None if full || record.state().is_terminal() => {}
+            None if full => {}
             None => {
-                entries.insert(
+                kept.records.insert(
                     record.id.clone(),
                     Entry {
                         version,
@@ -102,24 +128,47 @@ impl LiveRecords {
         }
     }
 
+    /// The task's loop is running and reads its record: from now until the loop stops
+    /// ([`LiveRecords::forget`]), the record the task ends with is kept for it.
+    pub fn claim(&self, id: &str) {
+        if !self.enabled {
+            return;
+        }
+        let mut kept = self.lock();
+        if kept.looping.len() < MAX_LIVE_RECORDS && !kept.looping.contains(id) {
+            kept.looping.insert(id.to_string());
+        }
+    }
+
     /// The task's record as its last landed change left it, if kept.
     pub fn get(&self, id: &str) -> Option<Arc<TaskRecord>> {
         if !self.enabled {
             return None;
         }
-        self.lock().get(id).map(|entry| entry.record.clone())
+        self.lock()
+            .records
+            .get(id)
+            .map(|entry| entry.record.clone())
     }
 
-    /// Drops the task's record: its loop stopped, so nothing reads it until the next one starts.
+    /// Drops the task's record: its loop stopped (or parked), so nothing reads it until the next
+    /// one starts.
     pub fn forget(&self, id: &str) {
         if self.enabled {
-            self.lock().remove(id);
+            let mut kept = self.lock();
+            kept.records.remove(id);
+            kept.looping.remove(id);
         }
     }
 
     /// How many records are kept.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().records.len()
+    }
+
+    /// How many tasks' loops are followed (claimed and not yet forgotten).
+    pub fn looping(&self) -> usize {
+        self.lock().looping.len()
     }
 
     /// Whether none is kept.
@@ -127,8 +176,8 @@ impl LiveRecords {
         self.len() == 0
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Entry>> {
-        self.entries
+    fn lock(&self) -> MutexGuard<'_, Kept> {
+        self.kept
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -178,6 +227,7 @@ mod tests {
     #[test]
     fn an_ended_task_is_kept_only_until_its_loop_forgets_it() {
         let records = LiveRecords::enabled();
+        records.claim("a");
         records.landed(
             records.stamper().stamp(),
             &record("a", TaskState::Working, "a"),
@@ -198,6 +248,7 @@ mod tests {
         records.forget("a");
         records.forget("b");
         assert!(records.is_empty());
+        assert_eq!(records.looping(), 0);
         records.landed(
             records.stamper().stamp(),
             &record("c", TaskState::Canceled, "canceled"),
@@ -207,6 +258,28 @@ mod tests {
             None,
             "a task that ended with no record kept is not added"
         );
+    }
+
+    #[test]
+    fn a_task_that_ends_with_no_loop_running_leaves_nothing_behind() {
+        let records = LiveRecords::enabled();
+        // A waiting parent's record is kept when a child's state is written to it, before
+        // the report wakes its loop; then the parent is canceled.
+        records.landed(
+            records.stamper().stamp(),
+            &record("parent", TaskState::InputRequired, "child working"),
+        );
+        assert_eq!(records.len(), 1);
+        records.landed(
+            records.stamper().stamp(),
+            &record("parent", TaskState::Canceled, "canceled"),
+        );
+        assert_eq!(
+            note(&records, "parent"),
+            None,
+            "no loop will read or forget it, so it is dropped at once"
+        );
+        assert!(records.is_empty());
     }
 
     #[test]
