@@ -322,6 +322,48 @@ async fn a_big_plugin_whose_memory_image_is_mapped_keeps_the_same_sandbox() {
 }
 
 #[tokio::test]
+async fn every_call_gets_fresh_memory_however_many_run_at_once_or_are_abandoned() {
+    // Instances of small plugins come from a pool with a slot per call allowed in flight; a
+    // slot's memory is reset and the image copied in again, so no call sees what another left.
+    let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
+    // More threads than calls in flight, so an abandoned spin still holds its instance (until
+    // its next yield) while new calls start on the other threads.
+    let settings = PluginSettings {
+        max_concurrent_calls: 2,
+        threads: 4,
+        ..settings(Some(dir.path()))
+    };
+    let host = PluginHost::load(
+        &settings,
+        &offline_prompt_context(&Config::default()),
+        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
+    for _ in 0..5 {
+        assert_eq!(call(&host, "zoo_count", json!({})).await.text(), "call 1");
+    }
+    // Two spinning calls abandoned by their callers, then more calls at once than are allowed
+    // in flight: an abandoned call keeps its permit until its instance is gone, so every call
+    // finds a slot.
+    for _ in 0..5 {
+        let abandoned = (0..2).map(|_| {
+            tokio::time::timeout(
+                Duration::from_millis(20),
+                call(&host, "zoo_spin", json!({})),
+            )
+        });
+        for outcome in futures::future::join_all(abandoned).await {
+            assert!(outcome.is_err(), "the spin was abandoned, not finished");
+        }
+        let counts = (0..12).map(|_| call(&host, "zoo_count", json!({})));
+        for outcome in futures::future::join_all(counts).await {
+            assert_eq!(outcome.text(), "call 1");
+        }
+    }
+}
+
+#[tokio::test]
 async fn a_plugin_sees_no_files_and_no_environment() {
     let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
     let host = load(Some(dir.path())).await.unwrap();

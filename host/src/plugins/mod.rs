@@ -111,8 +111,11 @@ impl PluginHost {
         ctx: &PromptContext,
         port: Arc<dyn EffectPort>,
     ) -> Result<PluginHost, PluginError> {
-        let engines =
-            sandbox::Engines::start().map_err(|err| PluginError::Engine(format!("{err:#}")))?;
+        let engines = sandbox::Engines::start(sandbox::PoolSize {
+            calls: settings.max_concurrent_calls,
+            memory_bytes: settings.limits.memory_bytes,
+        })
+        .map_err(|err| PluginError::Engine(format!("{err:#}")))?;
         let linkers = engines
             .all()
             .map(|engine| loader::linker(engine).map(|linker| (engine.clone(), linker)));
@@ -129,14 +132,23 @@ impl PluginHost {
         }
         let mut plugins = Vec::with_capacity(sources.len());
         for (file, bytes) in &sources {
-            let (engine, linker) = if sandbox::copies_image(bytes.len()) {
-                &copying
+            let limits = settings.limits;
+            let plugin = if !sandbox::copies_image(bytes.len()) {
+                loader::load(&mapping.0, &mapping.1, &cache, file, bytes, limits, ctx).await?
             } else {
-                &mapping
+                match loader::load(&copying.0, &copying.1, &cache, file, bytes, limits, ctx).await {
+                    Ok(plugin) => plugin,
+                    // More instances, memories or tables than a pool slot holds (see
+                    // `sandbox::POOL_CORE_INSTANCES_PER_COMPONENT`): it runs on the mapping
+                    // engine, which has no such bound. Any other failure fails there too.
+                    Err(PluginError::Call { function, .. }) if function == "instantiate" => {
+                        loader::load(&mapping.0, &mapping.1, &cache, file, bytes, limits, ctx)
+                            .await?
+                    }
+                    Err(err) => return Err(err),
+                }
             };
-            plugins.push(
-                loader::load(engine, linker, &cache, file, bytes, settings.limits, ctx).await?,
-            );
+            plugins.push(plugin);
         }
         let mut prompt = Prompt::default();
         if let Some((builtin, others)) = plugins.split_first() {

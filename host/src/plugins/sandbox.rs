@@ -7,7 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{Engine, ResourceLimiter, Store, UpdateDeadline};
+use wasmtime::{
+    Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
+    UpdateDeadline,
+};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::host_api::CallState;
@@ -135,19 +138,52 @@ impl WasiView for StoreData {
 /// MiB) would be copied whole on every call, so it is mapped and only the pages touched cost.
 pub const COPY_INIT_MAX_BYTES: usize = 2 * 1024 * 1024;
 
-/// The two engines plugins run on, alike but for how an instance's memory gets its image (see
+/// What one instance on the copying engine may hold, at most. The pool that engine draws from
+/// has room for this much per call slot, so a component within these bounds always finds a
+/// slot; one beyond them fails to instantiate there, and is loaded on the mapping engine instead
+/// (`PluginHost::load`).
+/// Generous for any component a toolchain builds for one plugin (the builtin uses a handful).
+pub const POOL_CORE_INSTANCES_PER_COMPONENT: u32 = 16;
+pub const POOL_MEMORIES_PER_COMPONENT: u32 = 2;
+pub const POOL_TABLES_PER_COMPONENT: u32 = 8;
+/// How much of a pooled memory is set back to zeros with `memset` when its instance goes; past
+/// this, pages are given back to the kernel (`madvise`), which on a multi-threaded process costs
+/// an interrupt to every core running it. A small plugin's memory fits, so a call costs no
+/// system call for its memory.
+pub const POOL_MEMORY_KEEP_RESIDENT: usize = 2 * 1024 * 1024;
+/// As [`POOL_MEMORY_KEEP_RESIDENT`], for a pooled table: the first elements a call touches are
+/// set back with `memset`, so the next call takes no page fault on them.
+pub const POOL_TABLE_KEEP_RESIDENT: usize = 64 * 1024;
+
+/// The two engines plugins run on, alike but for where an instance's memory comes from (see
 /// [`COPY_INIT_MAX_BYTES`]); a plugin is compiled for one and always runs on it. Both are async
 /// and epoch-interruptible, with one ticker thread that lives as long as either.
+///
+/// The copying engine allocates from a pool sized for the calls that may run at once: memories,
+/// tables and the stacks guest code runs on are taken from it and given back when the call ends,
+/// reset to zeros, instead of being mapped and unmapped at every call (an unmap makes every
+/// core drop its address translations, the largest single cost of a small call). Each call
+/// still gets a fresh instance with its memory set from the component's image: nothing a call
+/// leaves in memory reaches the next one.
 pub struct Engines {
     copying: Engine,
     mapping: Engine,
 }
 
+/// How big the copying engine's pool is.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolSize {
+    /// Calls that may be inside plugins at once (`plugins.max_concurrent_calls`).
+    pub calls: usize,
+    /// The memory cap of one call (`plugins.memory_mb`).
+    pub memory_bytes: usize,
+}
+
 impl Engines {
-    pub fn start() -> wasmtime::Result<Engines> {
+    pub fn start(pool: PoolSize) -> wasmtime::Result<Engines> {
         let engines = Engines {
-            copying: engine(false)?,
-            mapping: engine(true)?,
+            copying: engine(Some(pool))?,
+            mapping: engine(None)?,
         };
         let tickers = [engines.copying.weak(), engines.mapping.weak()];
         std::thread::Builder::new()
@@ -182,11 +218,31 @@ pub fn copies_image(bytes: usize) -> bool {
     bytes <= COPY_INIT_MAX_BYTES
 }
 
-fn engine(map_images: bool) -> wasmtime::Result<Engine> {
+/// The copying engine (with its pool) when `pool` is given, else the mapping engine.
+fn engine(pool: Option<PoolSize>) -> wasmtime::Result<Engine> {
     let mut config = wasmtime::Config::new();
     config.epoch_interruption(true);
     config.wasm_component_model(true);
-    config.memory_init_cow(map_images);
+    config.memory_init_cow(pool.is_none());
+    if let Some(pool) = pool {
+        // One slot more than the calls: the start-up calls run before any tool call.
+        let slots = u32::try_from(pool.calls.saturating_add(1)).unwrap_or(u32::MAX);
+        let mut pooling = PoolingAllocationConfig::new();
+        pooling
+            .total_component_instances(slots)
+            .total_core_instances(slots.saturating_mul(POOL_CORE_INSTANCES_PER_COMPONENT))
+            .max_core_instances_per_component(POOL_CORE_INSTANCES_PER_COMPONENT)
+            .total_memories(slots.saturating_mul(POOL_MEMORIES_PER_COMPONENT))
+            .max_memories_per_component(POOL_MEMORIES_PER_COMPONENT)
+            .total_tables(slots.saturating_mul(POOL_TABLES_PER_COMPONENT))
+            .max_tables_per_component(POOL_TABLES_PER_COMPONENT)
+            .total_stacks(slots)
+            .table_elements(MAX_TABLE_ELEMENTS)
+            .max_memory_size(pool.memory_bytes)
+            .linear_memory_keep_resident(POOL_MEMORY_KEEP_RESIDENT.min(pool.memory_bytes))
+            .table_keep_resident(POOL_TABLE_KEEP_RESIDENT);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pooling));
+    }
     Engine::new(&config)
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::runtime::Runtime;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
 
 /// How plugin threads are named (`plugin-0`, `plugin-1`, …), so they can be told apart in a
@@ -62,19 +62,26 @@ impl PluginThreads {
 
     /// Runs `job` on the plugin threads once a permit is free and returns what it returned.
     /// Dropping the returned future (the caller's task canceled) aborts the job at the guest's
-    /// next yield, so an abandoned call does not go on spinning.
+    /// next yield, so an abandoned call does not go on spinning. The permit goes with the job
+    /// and is given back only once the job is dropped, so the calls holding an instance never
+    /// outnumber the permits, abandoned ones included: the plugin engine's pool is sized on it.
     pub async fn run<T, F>(&self, job: F) -> Result<T, ThreadsError>
     where
         T: Send + 'static,
         F: Future<Output = T> + Send + 'static,
     {
         let runtime = self.runtime.as_ref().ok_or(ThreadsError::Stopped)?;
-        let _permit = self
+        let permit = self
             .calls
-            .acquire()
+            .clone()
+            .acquire_owned()
             .await
             .map_err(|_| ThreadsError::Stopped)?;
-        let handle = AbortOnDropHandle::new(runtime.spawn(job));
+        let held = Held {
+            job: Box::pin(job),
+            _permit: permit,
+        };
+        let handle = AbortOnDropHandle::new(runtime.spawn(held));
         handle.await.map_err(|err| {
             if err.is_panic() {
                 ThreadsError::Panicked
@@ -82,6 +89,24 @@ impl PluginThreads {
                 ThreadsError::Stopped
             }
         })
+    }
+}
+
+/// A job with the permit it runs under. Fields drop in order: the job (and the instance it
+/// holds) first, then the permit.
+struct Held<F> {
+    job: std::pin::Pin<Box<F>>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl<F: Future> Future for Held<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        self.job.as_mut().poll(cx)
     }
 }
 
