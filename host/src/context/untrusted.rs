@@ -49,6 +49,11 @@ pub fn untrusted(source: &str, text: &str) -> String {
 /// separators become `\n`). Idempotent: cleaning clean text changes nothing.
 pub fn neutralise(text: &str) -> String {
     let visible = strip_invisible(text);
+    // Without a `<` or one of its look-alikes no host tag can begin: the common case, taken
+    // without splitting the text into characters (it is cleaned at every turn).
+    if !visible.contains(is_opener) {
+        return visible;
+    }
     let chars: Vec<char> = visible.chars().collect();
     let mut out = String::with_capacity(visible.len());
     let mut i = 0;
@@ -105,6 +110,18 @@ pub fn is_invisible(c: char) -> bool {
 
 /// Removes invisible characters and controls; line breaks become `\n`.
 fn strip_invisible(text: &str) -> String {
+    // Printable ASCII, newlines and tabs hold nothing to remove or rewrite: copied as they are.
+    if text
+        .bytes()
+        .all(|b| (b' '..0x7f).contains(&b) || b == b'\n' || b == b'\t')
+    {
+        return text.to_string();
+    }
+    strip_by_char(text)
+}
+
+/// [`strip_invisible`] one character at a time, for any text.
+fn strip_by_char(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -315,6 +332,11 @@ mod properties {
             let clean = neutralise(&text);
             prop_assert!(!reads_as_host_tag(&clean), "{text:?} became {clean:?}");
             prop_assert_eq!(find_host_tag(&clean), None);
+        }
+
+        #[test]
+        fn the_fast_path_strips_as_the_full_path_does(text in "[ -~\n\t\r\x07<>]{0,200}") {
+            prop_assert_eq!(strip_invisible(&text), strip_by_char(&text));
         }
 
         #[test]
