@@ -126,11 +126,11 @@ impl TaskHub {
                         tx.record_creation(&record.owner, &message_id, &record.id)?;
                     }
                     f(tx)?;
-                    Ok((Created::New, Some((stamper.stamp(), record))))
+                    Ok((Created::New, Some((stamper.stamp(), Arc::new(record)))))
                 },
                 move |(_, landed)| {
                     if let Some((version, record)) = landed {
-                        live.landed(*version, record);
+                        live.landed_shared(*version, record);
                     }
                 },
             )
@@ -164,19 +164,21 @@ impl TaskHub {
                     if after != before {
                         tx.write_change(Some(&before), &after)?;
                     }
-                    Ok(Some(Ok((before, after, value, stamper.stamp()))))
+                    Ok(Some(Ok((before, Arc::new(after), value, stamper.stamp()))))
                 },
                 // On the writer thread, in commit order: a task's changes reach the live
                 // records in the order they were written, however their callers are scheduled.
                 move |outcome| {
                     if let Some(Ok((_, after, _, version))) = outcome {
-                        live.landed(*version, after);
+                        live.landed_shared(*version, after);
                     }
                 },
             )
             .await?;
         Ok(match outcome {
             Some(Ok((before, after, value, _))) => {
+                // The live records may share it: copied here, off the writer thread.
+                let after = Arc::unwrap_or_clone(after);
                 self.publish(&before, &after);
                 Change::Applied(after, value)
             }

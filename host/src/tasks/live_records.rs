@@ -91,6 +91,12 @@ impl LiveRecords {
     /// ([`LiveRecords::forget`]); a task that ended with no loop running is dropped at once, so
     /// that nothing is kept that no loop will read or forget.
     pub fn landed(&self, version: u64, record: &TaskRecord) {
+        self.landed_shared(version, &Arc::new(record.clone()));
+    }
+
+    /// As [`LiveRecords::landed`], keeping `record` itself: no copy is made, which matters on
+    /// the writer thread the hub calls this from.
+    pub fn landed_shared(&self, version: u64, record: &Arc<TaskRecord>) {
         if !self.enabled {
             return;
         }
@@ -112,7 +118,7 @@ impl LiveRecords {
             Some(entry) => {
                 *entry = Entry {
                     version,
-                    record: Arc::new(record.clone()),
+                    record: record.clone(),
                 };
             }
             None if full => {}
@@ -121,7 +127,7 @@ impl LiveRecords {
                     record.id.clone(),
                     Entry {
                         version,
-                        record: Arc::new(record.clone()),
+                        record: record.clone(),
                     },
                 );
             }
