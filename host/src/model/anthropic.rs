@@ -21,6 +21,8 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 pub struct AnthropicModel {
     settings: HttpSettings,
     endpoint: String,
+    /// `endpoint` as logs show it, without the credentials its URL may hold.
+    shown: String,
     client: reqwest::Client,
 }
 
@@ -31,6 +33,7 @@ impl AnthropicModel {
         let endpoint = format!("{}/messages", settings.root());
         Ok(AnthropicModel {
             settings,
+            shown: http::without_credentials(&endpoint),
             endpoint,
             client,
         })
@@ -271,7 +274,7 @@ impl Model for AnthropicModel {
                 None => post,
             }
         };
-        http::call(&self.settings, &self.endpoint, post, parse_reply).await
+        http::call(&self.settings, &self.shown, post, parse_reply).await
     }
 }
 

@@ -73,19 +73,19 @@ pub(crate) fn client() -> Result<reqwest::Client, String> {
         .map_err(|err| error_chain(&err))
 }
 
-/// One model call with the provider's retries: `request` builds each attempt to `endpoint`,
-/// `parse` reads the JSON answer. Every error leaving an attempt is cleaned by a [`Redactor`] of
+/// One model call with the provider's retries: `request` builds each attempt, `parse` reads
+/// the JSON answer; `shown` names the endpoint in logs, as [`without_credentials`] gave it (once,
+/// when the model was made, not per call). Every error leaving an attempt is cleaned by a [`Redactor`] of
 /// the credentials the request carries (the key masked wherever the endpoint echoed it, the
 /// text capped and escaped), so neither the retry loop's log lines nor the caller ever hold the
 /// raw text. Logs name the endpoint without the credentials its URL may hold.
 pub(crate) async fn call<T>(
     settings: &HttpSettings,
-    endpoint: &str,
+    shown: &str,
     request: impl Fn() -> RequestBuilder,
     parse: impl Fn(&Value) -> Result<T, ModelError>,
 ) -> Result<T, ModelError> {
-    let shown = without_credentials(endpoint);
-    with_retries(&settings.retry, &shown, || async {
+    with_retries(&settings.retry, shown, || async {
         // Built only when an attempt failed: a successful call pays nothing for it.
         let redactor = || Redactor::new(credentials(settings, request()));
         let answer = exchange(request(), settings.timeout_secs)

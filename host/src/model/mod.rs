@@ -20,6 +20,7 @@ pub mod openai;
 pub mod redact;
 pub mod retry;
 pub mod scripted;
+pub(crate) mod shared_json;
 pub mod unconfigured;
 
 use std::sync::Arc;

@@ -2,10 +2,14 @@
 //! llama.cpp server: the request mapping, the answer mapping and the call with retries.
 
 use async_trait::async_trait;
+use std::sync::Arc;
+
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::http::{self, HttpSettings};
+use super::shared_json::{SharedJson, Written};
 use super::{ChatMessage, Effort, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
 
 /// The API root OpenAI's own clients use.
@@ -22,6 +26,10 @@ pub const OPENAI_HOST: &str = "api.openai.com";
 pub struct OpenAiModel {
     settings: HttpSettings,
     endpoint: String,
+    /// `endpoint` as logs show it, without the credentials its URL may hold.
+    shown: String,
+    /// The instructions and tool definitions as written for the turns that share them.
+    shared: SharedJson,
     client: reqwest::Client,
     /// Whether the base URL is OpenAI's own host (which names the output limit differently),
     /// decided once rather than by parsing the URL on every call.
@@ -36,7 +44,9 @@ impl OpenAiModel {
         let openai_host = settings.host().as_deref() == Some(OPENAI_HOST);
         Ok(OpenAiModel {
             settings,
+            shown: http::without_credentials(&endpoint),
             endpoint,
+            shared: SharedJson::default(),
             client,
             openai_host,
         })
@@ -51,32 +61,47 @@ impl OpenAiModel {
     /// the field reasoning models read (and compatible servers without reasoning ignore).
     pub fn request_body_at(&self, request: &ModelRequest, effort: Option<Effort>) -> Value {
         // A body of strings, numbers and JSON values only: it always converts.
-        serde_json::to_value(self.body(request, effort)).unwrap_or(Value::Null)
+        self.shared_parts(request)
+            .and_then(|shared| serde_json::to_value(self.body(request, effort, &shared)))
+            .unwrap_or(Value::Null)
     }
 
-    /// The body, borrowing the request's text: the instructions (the whole static prefix) and
-    /// the tools' schemas are written straight into the bytes sent, never copied per call.
-    fn body<'a>(&'a self, request: &'a ModelRequest, effort: Option<Effort>) -> Body<'a> {
+    /// The instructions and the tools as JSON, written once for every turn that shares them.
+    fn shared_parts(&self, request: &ModelRequest) -> serde_json::Result<Arc<Written>> {
+        self.shared.written(request, |tools| {
+            let listed: Vec<Tool<'_>> = tools
+                .iter()
+                .map(|tool| Tool {
+                    kind: "function",
+                    function: Function {
+                        name: &tool.name,
+                        description: &tool.description,
+                        parameters: &tool.parameters,
+                    },
+                })
+                .collect();
+            serde_json::value::to_raw_value(&listed)
+        })
+    }
+
+    /// The body, borrowing the request's text and the shared parts as written: the
+    /// instructions (the whole static prefix) and the tools' schemas go into the bytes sent as
+    /// they were written for the first turn, never escaped or copied again per call.
+    fn body<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        effort: Option<Effort>,
+        shared: &'a Written,
+    ) -> Body<'a> {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.instructions.is_empty() {
             messages.push(Outgoing::System {
                 role: "system",
-                content: &request.instructions,
+                content: &shared.instructions_json,
             });
         }
         messages.extend(request.messages.iter().map(|m| Outgoing::Other(message(m))));
-        let tools = request
-            .tools
-            .iter()
-            .map(|tool| Tool {
-                kind: "function",
-                function: Function {
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters: &tool.parameters,
-                },
-            })
-            .collect();
+        let tools = shared.tools_json.as_deref();
         let limit = request
             .max_output_tokens
             .unwrap_or(self.settings.max_output_tokens);
@@ -101,8 +126,8 @@ impl OpenAiModel {
 struct Body<'a> {
     model: &'a str,
     messages: Vec<Outgoing<'a>>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,7 +141,7 @@ struct Body<'a> {
 enum Outgoing<'a> {
     System {
         role: &'static str,
-        content: &'a str,
+        content: &'a RawValue,
     },
     Other(Value),
 }
@@ -271,7 +296,9 @@ impl Model for OpenAiModel {
         effort: Option<Effort>,
     ) -> Result<ModelReply, ModelError> {
         // Written once, straight from the request; each attempt sends the same bytes.
-        let body = serde_json::to_vec(&self.body(request, effort))
+        let body = self
+            .shared_parts(request)
+            .and_then(|shared| serde_json::to_vec(&self.body(request, effort, &shared)))
             .map(bytes::Bytes::from)
             .map_err(|err| ModelError::Transport {
                 detail: format!("the request could not be written as JSON: {err}"),
@@ -288,7 +315,7 @@ impl Model for OpenAiModel {
                 None => post,
             }
         };
-        http::call(&self.settings, &self.endpoint, post, parse_reply).await
+        http::call(&self.settings, &self.shown, post, parse_reply).await
     }
 }
 
