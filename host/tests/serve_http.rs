@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 
 struct Server {
     client: A2aClient,
+    store: std::sync::Arc<tiny_harness::store::Store>,
     base_url: String,
     stop: Option<oneshot::Sender<()>>,
     done: tokio::task::JoinHandle<()>,
@@ -47,6 +48,7 @@ async fn start_config(dir: tempfile::TempDir, path: &Path) -> Server {
     let config = Config::load(path).unwrap();
     let runtime = Runtime::build(config).await.unwrap();
     let base_url = format!("http://{}", runtime.local_addr());
+    let store = runtime.store.clone();
     let (stop, stopped) = oneshot::channel::<()>();
     let done = tokio::spawn(async move {
         runtime
@@ -62,6 +64,7 @@ async fn start_config(dir: tempfile::TempDir, path: &Path) -> Server {
             .unwrap()
             .with_extensions(vec![EXTENSION_URI.to_string()]),
         base_url,
+        store,
         stop: Some(stop),
         done,
         _dir: dir,
@@ -115,6 +118,35 @@ async fn a_blocking_send_message_returns_the_completed_task_with_the_answer() {
     assert_eq!(ext["plan"]["steps"][0]["id"], "add");
     let fetched = server.client.get_task(&task.id, Some(1)).await.unwrap();
     assert_eq!(fetched.history.unwrap().len(), 1);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_blocking_answer_is_the_task_as_stored_without_reading_the_task_again() {
+    let server = start("[[reply]]\ntext = \"4\"\n", SCRIPTED).await;
+    // Once the server has answered, its start-up reads (tasks to resume) are behind it.
+    server.client.fetch_card().await.unwrap();
+    let reads = server.store.read_count();
+    let task = task_of(
+        server
+            .client
+            .send_message(request("What is 2 + 2?", false))
+            .await
+            .unwrap(),
+    );
+    // One read: the answer's history. The loop read nothing (the message was journaled with
+    // the new task), and the record came with the event that completed the task.
+    assert_eq!(server.store.read_count() - reads, 1);
+    assert_eq!(task.status.state, TaskState::Completed);
+    let fetched = server.client.get_task(&task.id, None).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&task).unwrap(),
+        serde_json::to_value(&fetched).unwrap(),
+        "the answer is the task as GetTask reads it from the store"
+    );
+    let history = task.history.unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[1].text(), "4");
     server.stop().await;
 }
 

@@ -358,6 +358,8 @@ async fn wait_until_settled(
         mut events,
     } = subscription;
     let task_id = snapshot.id;
+    // Whether an event of this follower settled the task: its record then came with it.
+    let mut announced = false;
     if !snapshot.status.state.is_terminal() {
         let deadline = tokio::time::sleep(BLOCKING_SEND_MAX_WAIT);
         tokio::pin!(deadline);
@@ -380,7 +382,10 @@ async fn wait_until_settled(
                     }
                 }
                 event = events.recv() => match event {
-                    Ok(event) if settles(&event) => break,
+                    Ok(event) if settles(&event) => {
+                        announced = true;
+                        break;
+                    }
                     Ok(_) => {}
                     Err(RecvError::Lagged(_)) => {
                         let task = service.get_task(caller, &task_id, Some(0)).await?;
@@ -392,6 +397,11 @@ async fn wait_until_settled(
                 },
             }
         }
+    }
+    if announced {
+        return Ok(service
+            .settled_task(caller, &task_id, history_length, &events)
+            .await?);
     }
     Ok(service.get_task(caller, &task_id, history_length).await?)
 }

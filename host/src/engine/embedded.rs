@@ -247,6 +247,10 @@ impl Engine for EmbeddedEngine {
         self.spawn(task_id, Origin::Created);
     }
 
+    fn start_drained(&self, task_id: &str, first: &crate::engine::FirstInput, seq: i64) {
+        self.spawn(task_id, Origin::Drained(Box::new(first.replay(seq))));
+    }
+
     fn wake(&self, task_id: &str) {
         let running = lock(&self.running);
         match running.get(task_id) {

@@ -153,6 +153,67 @@ pub(super) async fn drain(
     Ok(Drained::Recorded(Arc::new(after)))
 }
 
+/// A new task's first message as the model's input, when draining it would make exactly one
+/// participant's input of it: not a `/sub-task` command, not a brief alone, not a task a
+/// participant works. The transaction that creates the task then journals it (with
+/// [`FirstInput::entry`]) and sets the task working, so the task's first step is its model call
+/// instead of a drain and a write of its own. `None` leaves the message to the loop's first
+/// drain.
+pub(crate) fn first_input(record: &TaskRecord, message: &Message) -> Option<FirstInput> {
+    if record.ext.lifecycle == Lifecycle::Participant
+        || message.role != Role::User
+        || is_child_report(message)
+    {
+        return None;
+    }
+    let text = message_text(message);
+    if text.is_empty() || subtask_command(&text).is_some() {
+        return None;
+    }
+    let from = sender_of(message, record);
+    let trusted = record
+        .ext
+        .participant(&from)
+        .is_none_or(|p| p.kind != ParticipantKind::Agent);
+    Some(FirstInput {
+        from,
+        trusted,
+        text,
+        message_id: message.message_id.clone(),
+    })
+}
+
+/// What [`first_input`] found: the drain's entry for the message, less its sequence number.
+#[derive(Debug, Clone)]
+pub struct FirstInput {
+    from: String,
+    trusted: bool,
+    text: String,
+    message_id: String,
+}
+
+impl FirstInput {
+    /// The journal entry for the message, written at `seq` in the creating transaction.
+    pub(crate) fn entry(&self, seq: i64) -> JournalEntry {
+        JournalEntry::Inbound {
+            message_seq: seq,
+            from: self.from.clone(),
+            trusted: self.trusted,
+            text: self.text.clone(),
+        }
+    }
+
+    /// The loop's replay once the entry for the message at `seq` is journaled, as a drain of
+    /// it would have left it.
+    pub(crate) fn replay(&self, seq: i64) -> Replay {
+        let mut replay = Replay::default();
+        replay.apply(&self.entry(seq));
+        replay.newest_drained = Some((seq, Some(self.message_id.clone())));
+        replay.skip_drain_once = true;
+        replay
+    }
+}
+
 /// Whether anything the loop would read arrived after `seq`, the last message it drained: a
 /// child's report, a participant's words or a command. Asked in the transaction that would
 /// complete the task, so that news landing while the model was answering is never missed: the
@@ -259,6 +320,52 @@ fn message_text(message: &Message) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::a2a::types::{Part, TaskStatus};
+
+    fn new_task(lifecycle: Lifecycle) -> TaskRecord {
+        let mut ext = TaskExtension::from_text("goal");
+        ext.lifecycle = lifecycle;
+        TaskRecord {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus::default(),
+            artifacts: vec![],
+            metadata: Default::default(),
+            ext,
+            owner: "owner".into(),
+        }
+    }
+
+    fn said(text: &str) -> Message {
+        Message {
+            message_id: "m1".into(),
+            role: Role::User,
+            parts: vec![Part::text(text)],
+            ..Message::default()
+        }
+    }
+
+    #[test]
+    fn a_first_message_is_journaled_at_creation_only_when_it_is_plain_input() {
+        let task = new_task(Lifecycle::Agent);
+        let first = first_input(&task, &said("What is 2 + 2?")).expect("plain input");
+        assert!(matches!(
+            first.entry(7),
+            JournalEntry::Inbound { message_seq: 7, ref from, trusted: true, ref text }
+                if from == "owner" && text == "What is 2 + 2?"
+        ));
+        let replay = first.replay(7);
+        assert_eq!(replay.last_inbound_seq, 7);
+        assert_eq!(replay.newest_drained, Some((7, Some("m1".to_string()))));
+        assert!(
+            replay.skip_drain_once,
+            "nothing else can have been drained yet"
+        );
+        // Left to the loop's drain: a command, a brief alone, a task a participant works.
+        assert!(first_input(&task, &said("/sub-task count them")).is_none());
+        assert!(first_input(&task, &said("")).is_none());
+        assert!(first_input(&new_task(Lifecycle::Participant), &said("hi")).is_none());
+    }
 
     #[test]
     fn a_sub_task_command_is_the_word_then_the_goal() {

@@ -86,6 +86,11 @@ pub struct Replay {
     /// it, its id. Not journaled: it spares the turn a store read, and a loop that did not
     /// drain the message itself (after a restart) reads it from the store.
     pub newest_drained: Option<(i64, Option<String>)>,
+    /// Whether the next step may skip its drain: set for a task whose first message was
+    /// journaled when it was created, so its first step goes to the model without a read.
+    /// Anything that landed in between is still found: no answer completes a task while a
+    /// message is unread (the completing transaction asks), and every later step drains.
+    pub skip_drain_once: bool,
 }
 
 impl Replay {

@@ -18,6 +18,8 @@ pub mod wakeups;
 
 pub use embedded::{EmbeddedEngine, EngineParts, EngineSettings};
 pub use host_effects::HostEffects;
+pub use inbox::FirstInput;
+pub(crate) use inbox::first_input;
 pub use tools::{ChildRequest, Effect, EffectPort, ToolContext, ToolError, ToolHost, ToolOutcome};
 pub use wakeups::{WakeReceiver, WakeSender, wake_queue};
 
@@ -29,6 +31,13 @@ pub use wakeups::{WakeReceiver, WakeSender, wake_queue};
 pub trait Engine: Send + Sync {
     /// Begins working a task that was just created.
     fn start(&self, task_id: &str);
+    /// Begins working a task created with its first message already journaled (the entry of
+    /// `first` at sequence number `seq`) and its state set working: the loop goes on from there
+    /// without reading or draining. An engine that reads the journal anyway starts it as any.
+    fn start_drained(&self, task_id: &str, first: &FirstInput, seq: i64) {
+        let _ = (first, seq);
+        self.start(task_id);
+    }
     /// Tells the task that new input arrived (a message, a sub-task's news).
     fn wake(&self, task_id: &str);
     /// Stops working a task whose state is already terminal (canceled), and cancels its open

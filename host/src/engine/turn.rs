@@ -112,11 +112,15 @@ pub(crate) trait Parking: Send {
 }
 
 /// Where a loop starts from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Origin {
     /// The task was just created, in the same process: its journal is empty, so there is
     /// nothing to read.
     Created,
+    /// The task was just created, in the same process, with its first message journaled in
+    /// the creating transaction and its state set working: its journal is this replay's one
+    /// entry, so there is nothing to read either.
+    Drained(Box<Replay>),
     /// The task has a past (news woke it, or the process restarted): its journal is read.
     Journal,
 }
@@ -145,6 +149,7 @@ async fn loop_steps(
     let read = match origin {
         // Only the task's own loop journals, and this is its first.
         Origin::Created => Ok(Replay::default()),
+        Origin::Drained(replay) => Ok(*replay),
         Origin::Journal => replay_of(shared, id),
     };
     let mut replay = match read {
@@ -192,7 +197,12 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     // What was drained is journaled with the state it sets; the step goes on from the record
     // that write left, without reading the inbox again: news that lands from here on is found
     // by the next step, and no answer is final while some is unread (`has_unread`).
-    let record = match drain(shared, &record, replay).await? {
+    let drained = if std::mem::take(&mut replay.skip_drain_once) {
+        Drained::Nothing
+    } else {
+        drain(shared, &record, replay).await?
+    };
+    let record = match drained {
         Drained::Nothing => record,
         Drained::Recorded(after) => after,
         Drained::Ended => return Ok(Step::Continue),

@@ -10,6 +10,7 @@ use tokio::sync::broadcast;
 pub use tokio::sync::broadcast::error::RecvError;
 
 use crate::a2a::types::StreamResponse;
+use crate::tasks::record::TaskRecord;
 
 /// Events buffered per task for slow followers; one that falls further behind resynchronises
 /// from the task itself. The buffer holds pointers, so it costs 8 bytes a slot.
@@ -18,10 +19,16 @@ const EVENT_BUFFER: usize = 256;
 /// One announced change of a task, shared by every follower.
 pub type TaskEvent = Arc<StreamResponse>;
 
+/// The record the task's newest announced change left, while that change left it settled
+/// (terminal, input or auth required); empty after a change that did not. A follower woken by a
+/// settling event answers from it instead of reading the store again.
+type SettledSlot = Arc<Mutex<Option<Arc<TaskRecord>>>>;
+
 /// A task's channel, with the number that tells it from an earlier channel of the same task.
 struct Channel {
     sender: broadcast::Sender<TaskEvent>,
     generation: u64,
+    settled: SettledSlot,
 }
 
 #[derive(Default)]
@@ -46,10 +53,12 @@ impl Channels {
             Channel {
                 sender: broadcast::channel(EVENT_BUFFER).0,
                 generation: *made,
+                settled: SettledSlot::default(),
             }
         });
         TaskEvents {
             receiver: channel.sender.subscribe(),
+            settled: Some(channel.settled.clone()),
             owner: Some(Owner {
                 map: Arc::downgrade(&self.map),
                 task_id: task_id.to_string(),
@@ -61,10 +70,31 @@ impl Channels {
     /// Sends the events to the task's followers, if it has any. `last` ends every follower's
     /// stream after these events (the task is terminal): the channel goes.
     pub fn publish(&self, task_id: &str, events: Vec<StreamResponse>, last: bool) {
+        self.send(task_id, events, last, None);
+    }
+
+    /// Sends the events of a change that left the task as `record` is: as
+    /// [`Channels::publish`], and a follower woken by them finds the record with
+    /// [`TaskEvents::settled_record`] while the task is settled.
+    pub fn announce(&self, record: &Arc<TaskRecord>, events: Vec<StreamResponse>) {
+        let settled = record.state().is_settled().then(|| record.clone());
+        self.send(&record.id, events, record.state().is_terminal(), settled);
+    }
+
+    fn send(
+        &self,
+        task_id: &str,
+        events: Vec<StreamResponse>,
+        last: bool,
+        settled: Option<Arc<TaskRecord>>,
+    ) {
         let mut map = lock(&self.map);
         let Some(channel) = map.channels.get(task_id) else {
             return;
         };
+        // Before the events go: a follower that wakes to them finds the record they announce
+        // (or a newer one), never an older one.
+        *lock_slot(&channel.settled) = settled;
         for event in events {
             // No receiver left is not an error: the last follower went a moment ago.
             let _ = channel.sender.send(Arc::new(event));
@@ -88,6 +118,8 @@ impl Channels {
 /// A follower's end of a task's channel. Dropping the last one removes the channel.
 pub struct TaskEvents {
     receiver: broadcast::Receiver<TaskEvent>,
+    /// The channel's settled record; `None` for a stream made elsewhere.
+    settled: Option<SettledSlot>,
     /// Where the channel is kept; `None` for a stream that is over at once.
     owner: Option<Owner>,
 }
@@ -105,6 +137,7 @@ impl TaskEvents {
         drop(sender);
         TaskEvents {
             receiver,
+            settled: None,
             owner: None,
         }
     }
@@ -113,8 +146,18 @@ impl TaskEvents {
     pub fn from_receiver(receiver: broadcast::Receiver<TaskEvent>) -> TaskEvents {
         TaskEvents {
             receiver,
+            settled: None,
             owner: None,
         }
+    }
+
+    /// The task as the newest announced change left it, when that change settled it: what a
+    /// follower woken by a settling event answers with, without reading the store. `None` when
+    /// a later change set the task going again, or nothing settled it yet.
+    pub fn settled_record(&self) -> Option<Arc<TaskRecord>> {
+        self.settled
+            .as_ref()
+            .and_then(|slot| lock_slot(slot).clone())
     }
 
     /// The next event; `Lagged` when this follower fell more than the buffer behind, `Closed`
@@ -148,6 +191,11 @@ fn lock(map: &Mutex<ChannelMap>) -> MutexGuard<'_, ChannelMap> {
     map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+fn lock_slot(slot: &SettledSlot) -> MutexGuard<'_, Option<Arc<TaskRecord>>> {
+    // One assignment under the lock: a panic cannot leave it half made.
+    slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +212,53 @@ mod tests {
             },
             metadata: None,
         })
+    }
+
+    fn record(state: TaskState) -> Arc<TaskRecord> {
+        Arc::new(TaskRecord {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state,
+                ..TaskStatus::default()
+            },
+            artifacts: vec![],
+            metadata: Default::default(),
+            ext: crate::tasks::extension::TaskExtension::from_text("goal"),
+            owner: "o".into(),
+        })
+    }
+
+    #[tokio::test]
+    async fn a_follower_woken_by_a_settling_change_finds_the_record_it_left() {
+        let channels = Channels::default();
+        let mut follower = channels.subscribe("t");
+        assert!(follower.settled_record().is_none(), "nothing settled yet");
+        channels.announce(
+            &record(TaskState::Working),
+            vec![status(TaskState::Working)],
+        );
+        follower.recv().await.unwrap();
+        assert!(
+            follower.settled_record().is_none(),
+            "working is not settled"
+        );
+        let waiting = record(TaskState::InputRequired);
+        channels.announce(&waiting, vec![status(TaskState::InputRequired)]);
+        follower.recv().await.unwrap();
+        assert!(Arc::ptr_eq(&follower.settled_record().unwrap(), &waiting));
+        // Going again empties it: a late follower reads the store rather than an old record.
+        channels.announce(
+            &record(TaskState::Working),
+            vec![status(TaskState::Working)],
+        );
+        assert!(follower.settled_record().is_none());
+        // The last change ends the channel; its followers still find what it left.
+        let done = record(TaskState::Completed);
+        channels.announce(&done, vec![status(TaskState::Completed)]);
+        assert!(channels.is_empty());
+        assert!(Arc::ptr_eq(&follower.settled_record().unwrap(), &done));
+        assert!(TaskEvents::closed().settled_record().is_none());
     }
 
     #[tokio::test]

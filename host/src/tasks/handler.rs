@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use super::creator::{BriefRules, check_new_brief, join_as_admin, sender_of};
 use super::envelope::{BriefChange, read_brief};
+use super::events::TaskEvents;
 use super::extension::TaskExtension;
 use super::hub::{Change, Created, TaskHub};
 use super::record::TaskRecord;
@@ -15,7 +16,7 @@ use crate::a2a::types::{
     ListTasksRequest, ListTasksResponse, Message, SendMessageRequest, TaskState, TaskStatus,
     timestamp_now,
 };
-use crate::engine::Engine;
+use crate::engine::{Engine, first_input};
 use crate::store::{StoreError, TaskFilter};
 
 /// Tasks listed per page when the request names no size.
@@ -143,7 +144,7 @@ impl Tasks {
         };
         message.task_id = id.clone();
         message.context_id = context_id.clone();
-        let record = TaskRecord {
+        let mut record = TaskRecord {
             id: id.clone(),
             context_id,
             status: TaskStatus {
@@ -160,18 +161,41 @@ impl Tasks {
         // Nothing changes the new task before its loop starts, below: the snapshot is the
         // record and the message as written, with no read back.
         let snapshot = record.to_task(Some(vec![message.clone()]), true);
+        // A message that is plain input for the model is journaled with the task, which is
+        // created working: the loop's first step is then the model call, one write fewer.
+        // Followers still see it submitted (the snapshot), then working (announced below).
+        let first = first_input(&record, &message);
+        if first.is_some() {
+            record.status = TaskStatus {
+                state: TaskState::Working,
+                message: None,
+                timestamp: Some(timestamp_now()),
+            };
+        }
+        let working = first.as_ref().map(|_| record.status.clone());
+        let journaled = first.clone();
         let created = self
             .hub
             .create(record, message_id, move |tx| {
-                tx.append_message(&message.task_id, &message)?;
-                Ok(())
+                let seq = tx.append_message(&message.task_id, &message)?;
+                if let Some(first) = &journaled {
+                    tx.append_journal(&message.task_id, &first.entry(seq))?;
+                }
+                Ok(seq)
             })
             .await?;
-        if let Created::Existing(existing) = created {
-            return self.existing(&existing);
-        }
+        let seq = match created {
+            Created::New(seq) => seq,
+            Created::Existing(existing) => return self.existing(&existing),
+        };
         let events = self.hub.subscribe(&id);
-        self.engine.start(&id);
+        match (&first, working) {
+            (Some(first), Some(status)) => {
+                self.hub.announce_status(&id, &snapshot.context_id, status);
+                self.engine.start_drained(&id, first, seq);
+            }
+            _ => self.engine.start(&id),
+        }
         Ok(Subscription { snapshot, events })
     }
 
@@ -275,6 +299,23 @@ impl TaskService for Tasks {
     ) -> Result<crate::a2a::types::Task, TaskError> {
         let record = self.visible(&caller.participant_id, id)?;
         self.render(&record, history_length, true)
+    }
+
+    async fn settled_task(
+        &self,
+        caller: &Caller,
+        id: &str,
+        history_length: Option<i32>,
+        events: &TaskEvents,
+    ) -> Result<crate::a2a::types::Task, TaskError> {
+        match events.settled_record() {
+            // The record the settling change committed: the same the store would give, with
+            // one read (of the task) fewer. Only the history is read.
+            Some(record) if record.id == id && record.is_visible_to(&caller.participant_id) => {
+                self.render(&record, history_length, true)
+            }
+            _ => self.get_task(caller, id, history_length).await,
+        }
     }
 
     async fn list_tasks(

@@ -8,7 +8,7 @@ use super::events::{Channels, TaskEvents};
 use super::live_records::LiveRecords;
 use super::record::TaskRecord;
 use crate::a2a::types::{
-    StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatusUpdateEvent,
+    StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use crate::store::{Store, StoreError, Tx};
 
@@ -25,9 +25,9 @@ pub enum Change<T> {
 
 /// The outcome of [`TaskHub::create`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Created {
-    /// The task was inserted.
-    New,
+pub enum Created<T = ()> {
+    /// The task was inserted, with what the caller's writes returned.
+    New(T),
     /// The owner's message with this id had already created the task named; nothing was written.
     Existing(String),
 }
@@ -104,12 +104,12 @@ impl TaskHub {
     /// task, nothing is written and that task is named instead: a client that resends a message
     /// it got no answer to gets its task, not a twin. The check and the insert share the
     /// transaction, so two resends racing each other still make one task.
-    pub async fn create(
+    pub async fn create<T: Send + 'static>(
         &self,
         record: TaskRecord,
         message_id: String,
-        f: impl FnOnce(&mut Tx<'_>) -> Result<(), StoreError> + Send + 'static,
-    ) -> Result<Created, StoreError> {
+        f: impl FnOnce(&mut Tx<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<Created<T>, StoreError> {
         let stamper = self.live.stamper();
         let live = self.live.clone();
         let (created, _) = self
@@ -125,8 +125,11 @@ impl TaskHub {
                     if !message_id.is_empty() {
                         tx.record_creation(&record.owner, &message_id, &record.id)?;
                     }
-                    f(tx)?;
-                    Ok((Created::New, Some((stamper.stamp(), Arc::new(record)))))
+                    let value = f(tx)?;
+                    Ok((
+                        Created::New(value),
+                        Some((stamper.stamp(), Arc::new(record))),
+                    ))
                 },
                 move |(_, landed)| {
                     if let Some((version, record)) = landed {
@@ -177,10 +180,10 @@ impl TaskHub {
             .await?;
         Ok(match outcome {
             Some(Ok((before, after, value, _))) => {
-                // The live records may share it: copied here, off the writer thread.
-                let after = Arc::unwrap_or_clone(after);
                 self.publish(&before, &after);
-                Change::Applied(after, value)
+                // The live records and a settled task's followers may share it: copied here,
+                // off the writer thread.
+                Change::Applied(Arc::unwrap_or_clone(after), value)
             }
             Some(Err(record)) => Change::Terminal(record),
             None => Change::Missing,
@@ -225,7 +228,21 @@ impl TaskHub {
             .await
     }
 
-    fn publish(&self, before: &TaskRecord, after: &TaskRecord) {
+    /// Announces the status of a task that was created working (its first message journaled
+    /// with it): its followers, given the task as submitted, then see it being worked, as if a
+    /// change of its own had set it working.
+    pub fn announce_status(&self, task_id: &str, context_id: &str, status: TaskStatus) {
+        let last = status.state.is_terminal();
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: task_id.to_string(),
+            context_id: context_id.to_string(),
+            status,
+            metadata: None,
+        });
+        self.channels.publish(task_id, vec![event], last);
+    }
+
+    fn publish(&self, before: &TaskRecord, after: &Arc<TaskRecord>) {
         let mut events = Vec::new();
         for artifact in after.artifacts.iter().skip(before.artifacts.len()) {
             events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
@@ -251,7 +268,6 @@ impl TaskHub {
             return;
         }
         // A terminal task's channel goes: every stream ends after its last event.
-        self.channels
-            .publish(&after.id, events, after.state().is_terminal());
+        self.channels.announce(after, events);
     }
 }

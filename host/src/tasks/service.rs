@@ -82,6 +82,20 @@ pub trait TaskService: Send + Sync {
         history_length: Option<i32>,
     ) -> Result<Task, TaskError>;
 
+    /// The task once a settling event of `events` ended a wait for it: as the change that
+    /// settled it left it, when the events still hold that record, else as
+    /// [`TaskService::get_task`] reads it.
+    async fn settled_task(
+        &self,
+        caller: &Caller,
+        id: &str,
+        history_length: Option<i32>,
+        events: &TaskEvents,
+    ) -> Result<Task, TaskError> {
+        let _ = events;
+        self.get_task(caller, id, history_length).await
+    }
+
     /// The caller's tasks, most recently updated first, one page at a time.
     async fn list_tasks(
         &self,
