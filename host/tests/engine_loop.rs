@@ -774,3 +774,47 @@ async fn an_answer_recorded_with_news_unread_is_not_the_answer_after_a_restart_e
     let news = transcript.find("also count March").unwrap();
     assert!(early < news, "{transcript}");
 }
+
+#[tokio::test]
+async fn a_message_landing_during_a_new_tasks_first_model_call_is_answered_not_lost() {
+    // The task is created working with its first message journaled, and its first step goes to
+    // the model without a drain: a message sent while that call is in flight must still reach
+    // the model before the task completes.
+    let model = PlayModel::slow(
+        vec![reply("only January"), reply("January and March")],
+        Duration::from_millis(300),
+    );
+    let h = harness(
+        Arc::new(Store::open_in_memory().unwrap()),
+        model.clone(),
+        settings(),
+    )
+    .await;
+    let sub = h
+        .tasks
+        .send_message(&caller(), user_message("count January", ""))
+        .await
+        .unwrap();
+    let id = sub.snapshot.id.clone();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while model.requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let task = send_and_settle(&h, "also count March", &id).await;
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(
+        task.status.message.as_ref().unwrap().text(),
+        "January and March"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "the model answered again with the news");
+    assert!(
+        requests[1].messages.iter().any(
+            |m| matches!(m, ChatMessage::User { content } if content.contains("also count March"))
+        ),
+        "the second call carries the message that landed during the first"
+    );
+}
