@@ -320,20 +320,12 @@ fn message_text(message: &Message) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::types::{Part, TaskStatus};
+    use crate::a2a::types::Part;
 
     fn new_task(lifecycle: Lifecycle) -> TaskRecord {
         let mut ext = TaskExtension::from_text("goal");
         ext.lifecycle = lifecycle;
-        TaskRecord {
-            id: "t".into(),
-            context_id: "c".into(),
-            status: TaskStatus::default(),
-            artifacts: vec![],
-            metadata: Default::default(),
-            ext,
-            owner: "owner".into(),
-        }
+        TaskRecord::for_test(ext, TaskState::Submitted, "owner")
     }
 
     fn said(text: &str) -> Message {

@@ -215,18 +215,8 @@ mod tests {
     }
 
     fn record(state: TaskState) -> Arc<TaskRecord> {
-        Arc::new(TaskRecord {
-            id: "t".into(),
-            context_id: "c".into(),
-            status: TaskStatus {
-                state,
-                ..TaskStatus::default()
-            },
-            artifacts: vec![],
-            metadata: Default::default(),
-            ext: crate::tasks::extension::TaskExtension::from_text("goal"),
-            owner: "o".into(),
-        })
+        let ext = crate::tasks::extension::TaskExtension::from_text("goal");
+        Arc::new(TaskRecord::for_test(ext, state, "o"))
     }
 
     #[tokio::test]

@@ -192,21 +192,12 @@ impl LiveRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::types::{TaskState, TaskStatus};
+    use crate::a2a::types::TaskState;
 
     fn record(id: &str, state: TaskState, note: &str) -> TaskRecord {
-        let mut record = TaskRecord {
-            id: id.into(),
-            context_id: "c".into(),
-            status: TaskStatus {
-                state,
-                ..TaskStatus::default()
-            },
-            artifacts: vec![],
-            metadata: Default::default(),
-            ext: crate::tasks::extension::TaskExtension::from_text("goal"),
-            owner: "o".into(),
-        };
+        let ext = crate::tasks::extension::TaskExtension::from_text("goal");
+        let mut record = TaskRecord::for_test(ext, state, "o");
+        record.id = id.into();
         record.metadata.insert("note".into(), note.into());
         record
     }

@@ -22,6 +22,26 @@ pub struct TaskRecord {
     pub owner: String,
 }
 
+#[cfg(test)]
+impl TaskRecord {
+    /// A task for unit tests: id `t` in context `c`, `owner`'s, in `state`, with the brief
+    /// `ext` and nothing else set.
+    pub(crate) fn for_test(ext: TaskExtension, state: TaskState, owner: &str) -> TaskRecord {
+        TaskRecord {
+            id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state,
+                ..TaskStatus::default()
+            },
+            artifacts: vec![],
+            metadata: Default::default(),
+            ext,
+            owner: owner.into(),
+        }
+    }
+}
+
 impl TaskRecord {
     /// The task's state.
     pub fn state(&self) -> TaskState {

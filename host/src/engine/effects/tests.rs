@@ -1,7 +1,7 @@
 //! Golden tests of the effect checks: the errors are what the model reads.
 
 use super::*;
-use crate::a2a::types::TaskStatus;
+use crate::a2a::types::TaskState;
 use crate::tasks::extension::{Participant, ParticipantKind, TaskExtension};
 
 fn record(plan: Option<Plan>) -> TaskRecord {
@@ -13,15 +13,7 @@ fn record(plan: Option<Plan>) -> TaskRecord {
         role: Role::Admin,
         display_name: None,
     }];
-    TaskRecord {
-        id: "t".into(),
-        context_id: "c".into(),
-        status: TaskStatus::default(),
-        artifacts: vec![],
-        metadata: Default::default(),
-        ext,
-        owner: "alice".into(),
-    }
+    TaskRecord::for_test(ext, TaskState::default(), "alice")
 }
 
 fn step(name: &str, deps: &[&str]) -> StepRequest {
