@@ -457,3 +457,87 @@ fn a_changed_task_moves_to_the_front_of_listings_also_after_reopening() {
         .unwrap();
     assert_eq!(ids(&store), ["t4", "t2", "t1", "t3"]);
 }
+
+#[test]
+fn a_new_store_file_has_small_pages_and_an_older_file_keeps_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let page_size = |path: &std::path::Path| -> i64 {
+        raw_connection(path)
+            .query_row("PRAGMA page_size", [], |row| row.get(0))
+            .unwrap()
+    };
+    let fresh = dir.path().join("fresh.db");
+    drop(Store::open(&fresh).unwrap());
+    assert_eq!(page_size(&fresh), PAGE_SIZE);
+
+    // A file an earlier build created at SQLite's default page size opens, works and keeps it.
+    let older = dir.path().join("older.db");
+    {
+        let conn = raw_connection(&older);
+        conn.pragma_update(None, "page_size", 4096).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn.execute_batch(&format!(
+            "BEGIN;\n{}\nPRAGMA user_version = 1;\nCOMMIT;",
+            schema::MIGRATIONS[0]
+        ))
+        .unwrap();
+    }
+    {
+        let store = Store::open(&older).unwrap();
+        store
+            .write(|tx| tx.insert_task(&record("t1", "alice", TaskState::Working)))
+            .unwrap();
+        assert_eq!(store.task("t1").unwrap().unwrap().owner, "alice");
+    }
+    assert_eq!(page_size(&older), 4096);
+}
+
+#[test]
+fn the_wal_stays_short_under_steady_writes_and_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("steady.db");
+    let wal = dir.path().join("steady.db-wal");
+    let store = Arc::new(Store::open(&path).unwrap());
+    let body = "words ".repeat(300);
+    store
+        .write(|tx| tx.insert_task(&record("t", "alice", TaskState::Working)))
+        .unwrap();
+    // Readers that never stop, as under load: each read holds a snapshot of the WAL for a
+    // moment, which is what keeps a passive checkpoint from ever letting the WAL start over.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, stop) = (store.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    store.history("t", Some(5)).unwrap();
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    // 16,000 commits of three pages or more each: some 48 MiB of WAL frames at 1 KiB, which a
+    // WAL that never started over would hold whole.
+    let mut longest = 0;
+    for n in 0..16_000 {
+        let message = message(&format!("{n} {body}"));
+        store.write(|tx| tx.append_message("t", &message)).unwrap();
+        longest = longest.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let reads: u64 = readers.into_iter().map(|r| r.join().unwrap()).sum();
+    assert!(reads > 0, "the readers read");
+    assert_eq!(
+        store.history("t", None).unwrap().len(),
+        16_000,
+        "every write landed"
+    );
+    // A few MiB when the machine is idle; the bound leaves room for a busy one, where each
+    // checkpoint round takes longer and finds more frames.
+    assert!(
+        longest < 16 << 20,
+        "the WAL grew to {longest} bytes; restarts keep it to a few MiB"
+    );
+}
