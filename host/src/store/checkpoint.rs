@@ -79,11 +79,16 @@ impl Checkpointer {
         })
     }
 
-    /// A commit landed: its pages are in the WAL, to be checkpointed soon.
+    /// A commit landed: its pages are in the WAL, to be checkpointed soon. Only the first
+    /// commit since the last checkpoint wakes the thread: while commits gather it sleeps out its
+    /// time whatever comes, and a wake-up per commit would cost more than the commit.
     pub(super) fn committed(&self) {
         let (state, wake) = &*self.signal;
-        lock(state).commits += 1;
-        wake.notify_one();
+        let mut heard = lock(state);
+        heard.commits += 1;
+        if heard.commits == 1 {
+            wake.notify_one();
+        }
     }
 }
 

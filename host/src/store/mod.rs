@@ -182,7 +182,9 @@ impl Store {
     /// Queues `f` for the writer thread and waits, without holding an executor thread, for the
     /// commit that carries it: all of its writes land, or none; writes queued together are
     /// committed in one transaction, each in a savepoint of its own so one that fails leaves
-    /// the others whole.
+    /// the others whole. When the writer is idle and has not had company lately, the caller
+    /// commits `f` itself instead (tens of microseconds, never waiting on a lock): two thread
+    /// wake-ups saved (`writer`).
     pub async fn write_queued<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
@@ -192,7 +194,7 @@ impl Store {
     }
 
     /// As [`Store::write_queued`], and once the commit has landed, `committed` is called with
-    /// what `f` returned, on the writer thread, before the caller hears of it. The hooks of
+    /// what `f` returned, on the committing thread, before the caller hears of it. The hooks of
     /// successive writes run in the order the writes ran: what mirrors the store in memory
     /// (the hub's live records) stays in step with it however the callers are scheduled.
     /// A hook must be quick: the writer waits for it.

@@ -297,6 +297,57 @@ async fn writes_queued_together_commit_together_and_a_failing_one_leaves_the_oth
 }
 
 #[tokio::test]
+// The lock is held on purpose, as above, so that two writes queue up together.
+#[allow(clippy::await_holding_lock)]
+async fn an_idle_writers_caller_commits_itself_and_after_a_batch_the_writer_thread_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("idle.db")).unwrap());
+    let committer = |store: Arc<Store>| async move {
+        store
+            .write_queued(|tx| {
+                tx.insert_task(&record(
+                    &uuid::Uuid::new_v4().to_string(),
+                    "alice",
+                    TaskState::Working,
+                ))?;
+                Ok(std::thread::current().name().map(str::to_string))
+            })
+            .await
+            .unwrap()
+    };
+    let here = std::thread::current().name().map(str::to_string);
+    assert_eq!(
+        committer(store.clone()).await,
+        here,
+        "an idle writer: its caller commits, no thread is woken"
+    );
+
+    let held = store.lock();
+    let batch: Vec<_> = (0..2)
+        .map(|_| tokio::spawn(committer(store.clone())))
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let released = std::time::Instant::now();
+    drop(held);
+    for write in batch {
+        assert_eq!(write.await.unwrap().as_deref(), Some("store-writer"));
+    }
+    assert_eq!(
+        store.write_counts().commits(),
+        2,
+        "the two committed together"
+    );
+    let next = committer(store.clone()).await;
+    // Within `CONTENDED_FOR` of a batch, writes are left to the writer thread: the next write
+    // goes there too, unless this machine took longer than that to get here.
+    assert!(
+        next.as_deref() == Some("store-writer") || released.elapsed() >= writer::CONTENDED_FOR,
+        "a write right after a batch was committed by its caller ({next:?})"
+    );
+    assert_eq!(store.write_counts().writes(), 4);
+}
+
+#[tokio::test]
 async fn a_queued_write_is_read_back_at_once_from_a_reader_connection() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("read.db")).unwrap();
