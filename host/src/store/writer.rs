@@ -107,8 +107,8 @@ impl Writer {
     /// Queues `f` and waits for the commit that carries it, or commits it at once on this
     /// thread when the writer is idle (see the module's doc). Once that commit has landed,
     /// `committed` is called with what `f` returned, on the committing thread and with the
-    /// write connection still held, before the caller hears of it: the hooks of successive writes run in the order the writes ran, which no
-    /// set of awaiting callers can promise.
+    /// write connection still held, before the caller hears of it: the hooks of successive
+    /// writes run in the order the writes ran, which no set of awaiting callers can promise.
     pub(super) async fn write<T, F, H>(&self, f: F, committed: H) -> Result<T, StoreError>
     where
         T: Send + 'static,

@@ -37,7 +37,7 @@ pub enum Created<T = ()> {
 pub struct TaskHub {
     store: Arc<Store>,
     channels: Channels,
-    /// Shared with the writer thread, which tells it of each change as the change commits.
+    /// Told of each change as the change commits, by the committing thread.
     live: Arc<LiveRecords>,
 }
 
@@ -169,7 +169,7 @@ impl TaskHub {
                     }
                     Ok(Some(Ok((before, Arc::new(after), value, stamper.stamp()))))
                 },
-                // On the writer thread, in commit order: a task's changes reach the live
+                // On the committing thread, in commit order: a task's changes reach the live
                 // records in the order they were written, however their callers are scheduled.
                 move |outcome| {
                     if let Some(Ok((_, after, _, version))) = outcome {
@@ -182,7 +182,7 @@ impl TaskHub {
             Some(Ok((before, after, value, _))) => {
                 self.publish(&before, &after);
                 // The live records and a settled task's followers may share it: copied here,
-                // off the writer thread.
+                // after the write connection is let go.
                 Change::Applied(Arc::unwrap_or_clone(after), value)
             }
             Some(Err(record)) => Change::Terminal(record),

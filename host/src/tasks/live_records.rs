@@ -2,9 +2,10 @@
 //! task's loop reads its record without a store read and a JSON parse at every step.
 //!
 //! Every change goes through the [`super::hub::TaskHub`], so the hub knows each record a commit
-//! leaves. It is told on the writer thread, right after each commit and in commit order
-//! ([`crate::store::Store::write_queued_then`]), so an ended task's record, once dropped, is
-//! never put back by an older change whose caller woke late. Each change is also stamped with a
+//! leaves. It is told on the committing thread (the store's writer thread, or the caller's when
+//! the writer was idle), with the write connection held, right after each commit and in commit
+//! order ([`crate::store::Store::write_queued_then`]), so an ended task's record, once dropped,
+//! is never put back by an older change whose caller woke late. Each change is also stamped with a
 //! version in the order the writes run, and an entry is replaced only by a newer version. A
 //! record that is not here is read from the store, which is always right; this is only a
 //! shortcut, and only for the engine's loops (`GetTask` and listings read the store).
@@ -32,7 +33,8 @@ pub const MAX_LIVE_RECORDS: usize = 4_096;
 /// See the module documentation.
 pub struct LiveRecords {
     enabled: bool,
-    /// The next version to stamp; taken on the writer thread, so versions follow write order.
+    /// The next version to stamp; taken inside each write, and writes run one at a time on the
+    /// write connection, so versions follow write order.
     next_version: Arc<AtomicU64>,
     kept: Mutex<Kept>,
 }
@@ -45,8 +47,8 @@ struct Kept {
     looping: HashSet<String>,
 }
 
-/// Takes the version of a write, inside the write: the writer thread runs writes one after
-/// another, so versions follow the order the changes were made in.
+/// Takes the version of a write, inside the write: the store runs writes one after another on
+/// its write connection, so versions follow the order the changes were made in.
 #[derive(Clone)]
 pub struct Stamper(Arc<AtomicU64>);
 
@@ -80,7 +82,7 @@ impl LiveRecords {
         }
     }
 
-    /// What stamps versions inside writes, on the writer thread.
+    /// What stamps versions inside writes.
     pub fn stamper(&self) -> Stamper {
         Stamper(self.next_version.clone())
     }
@@ -95,7 +97,7 @@ impl LiveRecords {
     }
 
     /// As [`LiveRecords::landed`], keeping `record` itself: no copy is made, which matters on
-    /// the writer thread the hub calls this from.
+    /// the committing thread the hub calls this from, with the write connection held.
     pub fn landed_shared(&self, version: u64, record: &Arc<TaskRecord>) {
         if !self.enabled {
             return;
