@@ -207,6 +207,13 @@ impl Store {
         self.writer.write(f, committed).await
     }
 
+    /// Other processes write this file too (the Temporal engine's workers): a write may then
+    /// wait in SQLite for another process's transaction, so no write is committed on its
+    /// caller's thread any more, where that wait would hold an executor thread.
+    pub fn written_by_other_processes(&self) {
+        self.writer.always_queue();
+    }
+
     /// What the store has written since it was opened.
     pub fn write_counts(&self) -> &WriteCounts {
         &self.counts

@@ -348,6 +348,23 @@ async fn an_idle_writers_caller_commits_itself_and_after_a_batch_the_writer_thre
 }
 
 #[tokio::test]
+async fn over_a_file_other_processes_write_every_write_goes_to_the_writer_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("shared.db")).unwrap();
+    store.written_by_other_processes();
+    for n in 0..3 {
+        let thread = store
+            .write_queued(move |tx| {
+                tx.insert_task(&record(&format!("t{n}"), "alice", TaskState::Working))?;
+                Ok(std::thread::current().name().map(str::to_string))
+            })
+            .await
+            .unwrap();
+        assert_eq!(thread.as_deref(), Some("store-writer"), "write {n}");
+    }
+}
+
+#[tokio::test]
 async fn a_queued_write_is_read_back_at_once_from_a_reader_connection() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("read.db")).unwrap();

@@ -11,10 +11,12 @@
 //! and back costs two thread wake-ups, and on a VM each costs more than the commit itself (a few
 //! pages copied into the WAL, no `fsync`: tens of microseconds): a task's turn, which writes
 //! three times, spent most of its CPU waking threads. The caller never waits on a lock for it:
-//! a write that finds the connection held (a batch, a WAL restart) or a queue joins the queue.
+//! a write that finds the connection held (a batch, a WAL restart) or a queue joins the queue,
+//! and over a file other processes write too, where SQLite could make a commit wait for theirs,
+//! every write joins it.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::thread::JoinHandle;
@@ -67,6 +69,8 @@ pub(super) struct Writer {
     queued: Arc<AtomicUsize>,
     /// When the writer thread last committed more than one write at once.
     contended: Arc<Contention>,
+    /// Set when other processes write the file: every write goes to the writer thread.
+    always_queue: AtomicBool,
     conn: Arc<Mutex<Connection>>,
     counts: Arc<WriteCounts>,
     checkpointer: Option<Arc<Checkpointer>>,
@@ -98,6 +102,7 @@ impl Writer {
             thread: Some(thread),
             queued,
             contended,
+            always_queue: AtomicBool::new(false),
             conn,
             counts,
             checkpointer,
@@ -150,9 +155,17 @@ impl Writer {
         answered.await.unwrap_or(Err(StoreError::NotWritten))
     }
 
+    /// From now on every write goes to the writer thread (see `Store::written_by_other_processes`).
+    pub(super) fn always_queue(&self) {
+        self.always_queue.store(true, Ordering::Release);
+    }
+
     /// The write connection, when nothing is queued and no one holds it; never waits.
     fn idle(&self) -> Option<MutexGuard<'_, Connection>> {
-        if self.queued.load(Ordering::Acquire) > 0 || self.contended.lately() {
+        if self.always_queue.load(Ordering::Acquire)
+            || self.queued.load(Ordering::Acquire) > 0
+            || self.contended.lately()
+        {
             return None;
         }
         match self.conn.try_lock() {

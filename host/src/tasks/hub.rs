@@ -48,8 +48,9 @@ impl TaskHub {
     }
 
     /// A hub over a store that other processes write too (the Temporal engine's workers): every
-    /// read goes to the store.
+    /// read goes to the store, and every write to its writer thread.
     pub fn over_shared_store(store: Arc<Store>) -> TaskHub {
+        store.written_by_other_processes();
         TaskHub::with_live_records(store, LiveRecords::disabled())
     }
 
