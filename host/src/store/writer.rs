@@ -191,7 +191,7 @@ impl Drop for Writer {
 /// thread. Under load writes overlap all the time, and one committed alone on its caller's
 /// thread is one fewer in the batch that would have carried it: fewer writes per commit, more
 /// pages written per write (measured: 8.3 writes per commit queued, 6.6 with callers
-/// committing whenever the writer was idle, and 5% fewer requests per second).
+/// committing whenever the writer was idle, and 5-7% fewer requests per second).
 pub(super) const CONTENDED_FOR: Duration = Duration::from_millis(10);
 
 /// When the writer thread last had company: writes queued together.
