@@ -297,6 +297,58 @@ async fn writes_queued_together_commit_together_and_a_failing_one_leaves_the_oth
 }
 
 #[tokio::test]
+async fn a_lone_write_that_fails_or_panics_leaves_nothing_and_the_next_one_lands() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("alone.db")).unwrap());
+    let failed = store
+        .write_queued(|tx| {
+            tx.insert_task(&record("bad", "alice", TaskState::Working))?;
+            Err::<(), _>(StoreError::Corrupt(
+                serde_json::from_str::<u8>("x").unwrap_err(),
+            ))
+        })
+        .await;
+    assert!(matches!(failed, Err(StoreError::Corrupt(_))), "{failed:?}");
+    let panicking = store.clone();
+    let panicked = tokio::spawn(async move {
+        panicking
+            .write_queued(|tx| {
+                tx.insert_task(&record("boom", "alice", TaskState::Working))?;
+                panic!("a bug in a write");
+                #[allow(unreachable_code)]
+                Ok(())
+            })
+            .await
+    })
+    .await;
+    assert!(
+        !matches!(panicked, Ok(Ok(()))),
+        "a panicking write does not report success"
+    );
+    store
+        .write_queued(|tx| {
+            tx.insert_task(&record("good", "alice", TaskState::Working))?;
+            tx.append_message("good", &message("hello"))
+        })
+        .await
+        .unwrap();
+    assert!(
+        store.task("bad").unwrap().is_none(),
+        "the failed write left nothing"
+    );
+    assert!(
+        store.task("boom").unwrap().is_none(),
+        "the panicked write left nothing"
+    );
+    assert_eq!(
+        store.history("good", None).unwrap().len(),
+        1,
+        "the next write landed whole"
+    );
+    assert_eq!(store.write_counts().writes(), 1);
+}
+
+#[tokio::test]
 // The lock is held on purpose, as above, so that two writes queue up together.
 #[allow(clippy::await_holding_lock)]
 async fn an_idle_writers_caller_commits_itself_and_after_a_batch_the_writer_thread_commits() {

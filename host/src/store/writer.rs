@@ -260,11 +260,17 @@ fn run(
 
 /// Runs the batch in one transaction, each write in its own savepoint, commits, then answers
 /// every caller.
-fn commit_batch(conn: &Connection, batch: Vec<Job>, counts: &WriteCounts) {
+fn commit_batch(conn: &Connection, mut batch: Vec<Job>, counts: &WriteCounts) {
     let mut finishes: Vec<Finish> = Vec::with_capacity(batch.len());
     if let Err(err) = execute(conn, "BEGIN IMMEDIATE") {
         // Dropped unrun: each caller hears that its write did not land.
         tracing::error!("the store could not begin a write: {err}");
+        return;
+    }
+    if batch.len() == 1
+        && let Some(job) = batch.pop()
+    {
+        commit_alone(conn, job, counts);
         return;
     }
     let mut landed = 0;
@@ -308,6 +314,35 @@ fn commit_batch(conn: &Connection, batch: Vec<Job>, counts: &WriteCounts) {
             for finish in finishes {
                 finish(Some(&reason));
             }
+        }
+    }
+}
+
+/// One write in a transaction of its own (begun): no savepoint, since its failure takes the
+/// whole transaction back and nothing else is in it (two statements and a sub-journal less).
+fn commit_alone(conn: &Connection, job: Job, counts: &WriteCounts) {
+    let mut tx = Tx { conn };
+    match catch_unwind(AssertUnwindSafe(|| job(&mut tx))) {
+        Ok(Ok(finish)) => match execute(conn, "COMMIT") {
+            Ok(()) => {
+                counts.landed(1);
+                finish(None);
+            }
+            Err(err) => {
+                let _ = execute(conn, "ROLLBACK");
+                let reason = err.to_string();
+                tracing::error!("the store could not commit: {reason}");
+                finish(Some(&reason));
+            }
+        },
+        Ok(Err(finish)) => {
+            // Its own error, which `finish` carries: its changes go.
+            let _ = execute(conn, "ROLLBACK");
+            finish(None);
+        }
+        Err(_) => {
+            // The panic is reported by the panic hook; the write's changes go.
+            let _ = execute(conn, "ROLLBACK");
         }
     }
 }
