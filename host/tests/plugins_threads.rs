@@ -1,6 +1,7 @@
-//! Plugins cannot stall the server: guest code runs on the plugin threads (`plugin-*`), so while
-//! four plugin calls spin until their deadline the agent card and another task still answer over
-//! HTTP; and the host's own network work for a plugin (creating a sub-task over A2A) runs on the
+//! Plugins cannot stall the server: a call that runs past its first epoch tick goes on on the
+//! plugin threads (`plugin-*`), so while four plugin calls spin until their deadline the agent
+//! card and another task still answer over HTTP, and the spinning burns the plugin threads' CPU;
+//! and the host's own network work for a plugin (creating a sub-task over A2A) runs on the
 //! server's threads, not the plugin threads.
 
 mod delegation_support;
@@ -80,6 +81,31 @@ fn lines_with(logs: &CapturedLogs, marker: &str) -> Vec<String> {
         .collect()
 }
 
+/// The CPU time the plugin threads (`plugin-0`, `plugin-1`, …) have used, from
+/// `/proc/self/task/*/stat` (10 ms ticks).
+fn plugin_threads_cpu() -> Duration {
+    let mut ticks = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue; // The thread ended while the folder was read.
+        };
+        let Some((name, fields)) = stat
+            .split_once(" (")
+            .and_then(|(_, rest)| rest.rsplit_once(") "))
+        else {
+            continue;
+        };
+        let numbered = name
+            .strip_prefix(THREAD_NAME_PREFIX)
+            .is_some_and(|n| n.parse::<usize>().is_ok());
+        if numbered {
+            let fields: Vec<&str> = fields.split(' ').collect();
+            ticks += fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        }
+    }
+    Duration::from_millis(ticks * 10)
+}
+
 /// The slowest of five fetches of the agent card, each answered 200.
 async fn card_latency(http: &reqwest::Client, url: &str) -> Duration {
     let mut slowest = Duration::ZERO;
@@ -112,11 +138,15 @@ async fn while_four_plugin_calls_spin_the_card_and_another_task_answer() {
         assert!(Instant::now() < hang_guard, "the four calls never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    for line in lines_with(&logs, "zoo_spin: spinning") {
+    // Each call's first slice ran on its task's thread; past the first epoch tick the spinning
+    // goes on on the plugin threads, which burn CPU for it.
+    let spun_before = plugin_threads_cpu();
+    while plugin_threads_cpu() < spun_before + Duration::from_millis(300) {
         assert!(
-            thread_of(&line).starts_with(THREAD_NAME_PREFIX),
-            "a guest ran off the plugin threads: {line}"
+            Instant::now() < hang_guard,
+            "the spinning calls did not move to the plugin threads"
         );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
     let busy = card_latency(&http, &card).await;

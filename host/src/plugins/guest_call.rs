@@ -1,4 +1,5 @@
-//! One tool call inside a plugin, as it runs on the plugin threads: a fresh store and instance,
+//! One tool call inside a plugin, as `threads` runs it (its first slice on the caller's thread,
+//! the rest on the plugin threads): a fresh store and instance,
 //! the guest's `invoke` within its deadline, and what came of it (the guest's answer or why it
 //! failed, and the effects it asked for). Everything it holds is owned, so it can be sent there.
 

@@ -1,9 +1,10 @@
 //! The plugin host: system-prompt sections and tools come from WebAssembly components
 //! (`wit/plugin.wit`). The builtin plugin is embedded in the binary and loads first; then every
 //! `*.wasm` file in `[plugins] dir`, in file-name order, later plugins winning. Each call runs
-//! in a fresh sandbox (no files, network or environment; a memory cap and a CPU deadline) on the
-//! plugin threads, never on the threads that serve HTTP, and a plugin that fails at a call
-//! becomes a `[plugin.failed]` result while the server goes on.
+//! in a fresh sandbox (no files, network or environment; a memory cap and a CPU deadline); a
+//! call holds its caller's thread for one epoch tick at most and goes on on the plugin threads
+//! if it runs longer, so a busy plugin never stalls the threads that serve HTTP; a plugin that
+//! fails at a call becomes a `[plugin.failed]` result while the server goes on.
 
 mod bindings;
 mod cache;

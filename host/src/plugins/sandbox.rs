@@ -18,7 +18,8 @@ use super::plugin_log::CallLog;
 
 /// How often the epoch advances. A guest is checked against its deadline, and yields to the
 /// executor (so the calls sharing the plugin threads take turns), this often; 10 ms keeps both
-/// cheap and prompt.
+/// cheap and prompt. It also bounds how long a call holds its caller's thread before it moves to
+/// the plugin threads (`threads`).
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Tables and instances a plugin may create: generous for any real component, small enough that
 /// a hostile one cannot use them to exhaust host memory.

@@ -2,6 +2,12 @@
 //! worker threads named `plugin-{n}`, so that a plugin busy until its deadline takes CPU from
 //! other plugin calls only, never from the threads that serve HTTP and drive the tasks. The
 //! caller awaits the result over the task's join handle; calls in flight are bounded.
+//!
+//! A call's first slice, up to its first yield, runs on the caller's thread: most calls end
+//! within it (a plugin's work is microseconds), and a hand-off to another thread and back would
+//! cost more than the call. A guest yields at every epoch tick (`sandbox::EPOCH_TICK`), so a
+//! plugin that spins holds the caller's thread for one tick at most before the rest of its
+//! call moves to the plugin threads.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -60,7 +66,8 @@ impl PluginThreads {
         })
     }
 
-    /// Runs `job` on the plugin threads once a permit is free and returns what it returned.
+    /// Runs `job` once a permit is free and returns what it returned: its first slice on the
+    /// calling thread, the rest, if it yields, on the plugin threads.
     /// Dropping the returned future (the caller's task canceled) aborts the job at the guest's
     /// next yield, so an abandoned call does not go on spinning. The permit goes with the job
     /// and is given back only once the job is dropped, so the calls holding an instance never
@@ -77,10 +84,17 @@ impl PluginThreads {
             .acquire_owned()
             .await
             .map_err(|_| ThreadsError::Stopped)?;
-        let held = Held {
+        let mut held = Held {
             job: Box::pin(job),
             _permit: permit,
         };
+        // The first slice on the caller's thread: a call that ends before its first yield (one
+        // epoch tick at most) costs no hand-off to another thread and back.
+        match first_slice(&mut held).await {
+            FirstSlice::Done(value) => return Ok(value),
+            FirstSlice::Panicked => return Err(ThreadsError::Panicked),
+            FirstSlice::Yielded => {}
+        }
         let handle = AbortOnDropHandle::new(runtime.spawn(held));
         handle.await.map_err(|err| {
             if err.is_panic() {
@@ -90,6 +104,31 @@ impl PluginThreads {
             }
         })
     }
+}
+
+/// How a job's first slice on the caller's thread ended.
+enum FirstSlice<T> {
+    Done(T),
+    Panicked,
+    /// The job yielded (at an epoch tick, or waiting on the host): the rest runs on the plugin
+    /// threads.
+    Yielded,
+}
+
+/// Polls `held` once on the caller's thread. A panic there is a bug in host code, reported as
+/// [`ThreadsError::Panicked`] as it is on the plugin threads, never unwound into the caller.
+async fn first_slice<F: Future>(held: &mut Held<F>) -> FirstSlice<F::Output> {
+    std::future::poll_fn(|cx| {
+        let polled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            std::pin::Pin::new(&mut *held).poll(cx)
+        }));
+        std::task::Poll::Ready(match polled {
+            Ok(std::task::Poll::Ready(value)) => FirstSlice::Done(value),
+            Ok(std::task::Poll::Pending) => FirstSlice::Yielded,
+            Err(_) => FirstSlice::Panicked,
+        })
+    })
+    .await
 }
 
 /// A job with the permit it runs under. Fields drop in order: the job (and the instance it
@@ -125,14 +164,43 @@ impl Drop for PluginThreads {
 mod tests {
     use super::*;
 
+    fn thread_name() -> Option<String> {
+        std::thread::current().name().map(str::to_string)
+    }
+
     #[tokio::test]
-    async fn a_job_runs_on_a_named_plugin_thread_and_its_result_comes_back() {
+    async fn a_job_that_ends_in_its_first_slice_runs_on_the_callers_thread() {
         let threads = PluginThreads::start(1, 4).unwrap();
-        let name = threads
-            .run(async { std::thread::current().name().map(str::to_string) })
+        let name = threads.run(async { thread_name() }).await.unwrap();
+        assert_eq!(
+            name,
+            thread_name(),
+            "no hand-off for a call that never yields"
+        );
+        assert_eq!(threads.calls.available_permits(), 4, "its permit is back");
+    }
+
+    #[tokio::test]
+    async fn a_job_that_yields_goes_on_on_a_named_plugin_thread_and_its_result_comes_back() {
+        let threads = PluginThreads::start(1, 4).unwrap();
+        let (first, rest) = threads
+            .run(async {
+                let first = thread_name();
+                tokio::task::yield_now().await;
+                (first, thread_name())
+            })
             .await
             .unwrap();
-        assert_eq!(name.as_deref(), Some("plugin-0"));
+        assert_eq!(
+            first,
+            thread_name(),
+            "the first slice ran on the caller's thread"
+        );
+        assert_eq!(
+            rest.as_deref(),
+            Some("plugin-0"),
+            "the rest on the plugin thread"
+        );
     }
 
     #[tokio::test]
@@ -164,6 +232,25 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_job_panicking_after_it_yielded_is_reported_not_propagated() {
+        let threads = PluginThreads::start(1, 1).unwrap();
+        let outcome = threads
+            .run(async {
+                tokio::task::yield_now().await;
+                if std::hint::black_box(true) {
+                    panic!("a bug in host code");
+                }
+            })
+            .await;
+        assert_eq!(outcome, Err(ThreadsError::Panicked));
+        assert_eq!(
+            threads.run(async { 1 }).await,
+            Ok(1),
+            "the threads still serve"
+        );
+    }
+
+    #[tokio::test]
     async fn a_panicking_job_is_reported_not_propagated() {
         let threads = PluginThreads::start(1, 1).unwrap();
         let outcome = threads
@@ -174,5 +261,6 @@ mod tests {
             })
             .await;
         assert_eq!(outcome, Err(ThreadsError::Panicked));
+        assert_eq!(threads.calls.available_permits(), 1, "its permit is back");
     }
 }

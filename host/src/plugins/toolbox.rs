@@ -1,6 +1,6 @@
 //! The union of every plugin's tools, as the engine calls them: names unique, arguments
 //! validated against each tool's JSON Schema before the plugin runs, every call in a fresh
-//! sandbox on the plugin threads, and a failure of any kind turned into a `[plugin.failed]`
+//! sandbox run by `threads` (past its first epoch tick, on the plugin threads), and a failure of any kind turned into a `[plugin.failed]`
 //! result for the model.
 
 use std::collections::HashMap;
