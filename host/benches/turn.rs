@@ -29,6 +29,10 @@ use tiny_harness::tasks::extension::TaskExtension;
 use tiny_harness::tasks::hub::TaskHub;
 use tiny_harness::tasks::record::TaskRecord;
 
+/// The allocator the `harness` binary runs with, so the turn costs here what it costs there.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod support {
     pub mod cards;
     pub mod history;
