@@ -233,6 +233,29 @@ impl Store {
         self.readers.read(f)
     }
 
+    /// As [`Store::read`], on the write connection when no write holds it, else on a reader:
+    /// for a loop's small read right after its own write. A reader connection finds the file
+    /// changed since its last read and drops every page it had cached, so the read costs a
+    /// system call per page; the write connection holds the pages it just wrote. It never
+    /// waits for a write.
+    fn read_latest<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let writes = match self.conn.try_lock() {
+            Ok(conn) => Some(conn),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        match writes {
+            Some(conn) => {
+                self.reads.fetch_add(1, Ordering::Relaxed);
+                f(&conn)
+            }
+            None => self.read(f),
+        }
+    }
+
     /// The task with this id.
     pub fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.read(|conn| queries::task(conn, id))
@@ -258,7 +281,7 @@ impl Store {
         task_id: &str,
         after_seq: i64,
     ) -> Result<Vec<(i64, Message)>, StoreError> {
-        self.read(|conn| queries::messages_after(conn, task_id, after_seq))
+        self.read_latest(|conn| queries::messages_after(conn, task_id, after_seq))
     }
 
     /// The task's history: the last `limit` messages (all when `None`), oldest first.

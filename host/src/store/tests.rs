@@ -435,6 +435,43 @@ async fn a_queued_write_is_read_back_at_once_from_a_reader_connection() {
 }
 
 #[test]
+fn a_loops_read_of_new_messages_finds_them_and_never_waits_for_a_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("latest.db")).unwrap());
+    store
+        .write(|tx| {
+            tx.insert_task(&record("t1", "alice", TaskState::Working))?;
+            tx.append_message("t1", &message("first"))?;
+            tx.append_message("t1", &message("second"))
+        })
+        .unwrap();
+    let texts = |store: &Store| -> Vec<String> {
+        store
+            .messages_after("t1", 1)
+            .unwrap()
+            .into_iter()
+            .map(|(_, m)| m.text())
+            .collect()
+    };
+    assert_eq!(
+        texts(&store),
+        ["second"],
+        "read on the idle write connection"
+    );
+
+    // A write holds the write connection: the read goes to a reader connection at once.
+    let held = store.lock();
+    let (answer, answered) = std::sync::mpsc::channel();
+    let reading = store.clone();
+    std::thread::spawn(move || answer.send(texts(&reading)).unwrap());
+    let found = answered
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the read waited for the write connection");
+    drop(held);
+    assert_eq!(found, ["second"]);
+}
+
+#[test]
 fn a_status_change_rewrites_the_status_and_leaves_the_artifacts_column_as_it_was() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("parts.db")).unwrap();
