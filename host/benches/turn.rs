@@ -1,8 +1,9 @@
 //! The work of one turn beyond the model, on the real parts: drain the new message from a real
 //! SQLite store (a temporary file, opened as the runtime opens it), assemble the context with a
 //! 50-agent roster in the static prefix, dispatch the model's tool call (`create_plan`) through
-//! the real plugin host, and journal the steps, each in its own transaction through the task hub
-//! as the engine does (three steps: the drained message, the model call, the tool result).
+//! the real plugin host, and journal the steps through the task hub as the engine does: the
+//! drained message (the task is working, so it changes nothing else) with the model call in one
+//! transaction, the tool result in another.
 //! Criterion prints the mean and median of a turn and of each part alone; then this bench times
 //! `P99_TURNS` turns one by one and prints their median and p99. The message's arrival is not timed: it is the request's
 //! work, not the turn's.
@@ -153,7 +154,6 @@ impl Parts {
                 text: message.text(),
             });
         }
-        self.journal(inbound.clone()).await;
         let mut history = self.history.clone();
         for entry in &inbound {
             if let JournalEntry::Inbound { text, .. } = entry {
@@ -170,7 +170,9 @@ impl Parts {
             tool_calls: vec![call.clone()],
             ..ModelReply::default()
         };
-        self.journal(vec![JournalEntry::ModelCall { reply }]).await;
+        let mut step = inbound;
+        step.push(JournalEntry::ModelCall { reply });
+        self.journal(step).await;
         let outcome = self.dispatch(&record, &call).await;
         self.journal(vec![JournalEntry::ToolResult {
             call_id: call.id.clone(),

@@ -818,3 +818,131 @@ async fn a_message_landing_during_a_new_tasks_first_model_call_is_answered_not_l
         "the second call carries the message that landed during the first"
     );
 }
+
+/// The kinds of the task's journal entries, in order.
+fn journal_kinds(store: &Store, id: &str) -> Vec<&'static str> {
+    store
+        .journal::<JournalEntry>(id)
+        .unwrap()
+        .into_iter()
+        .map(|(_, entry)| match entry {
+            JournalEntry::Inbound { .. } => "inbound",
+            JournalEntry::Note { .. } => "note",
+            JournalEntry::Command { .. } => "command",
+            JournalEntry::ModelCall { .. } => "model_call",
+            JournalEntry::ToolResult { .. } => "tool_result",
+            JournalEntry::Compaction { .. } => "compaction",
+        })
+        .collect()
+}
+
+/// Waits until the model has been asked `calls` times.
+async fn until_asked(model: &PlayModel, calls: usize) {
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while model.requests().len() < calls {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the model was asked in time");
+}
+
+#[tokio::test]
+async fn a_message_drained_while_the_task_works_is_journaled_with_the_next_model_call() {
+    let model = PlayModel::slow(
+        vec![reply("only January"), reply("January and March")],
+        Duration::from_millis(300),
+    );
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let h = harness(store.clone(), model.clone(), settings()).await;
+    let sub = h
+        .tasks
+        .send_message(&caller(), user_message("count January", ""))
+        .await
+        .unwrap();
+    let id = sub.snapshot.id.clone();
+    until_asked(&model, 1).await;
+    let before = store.write_counts().commits();
+    let task = send_and_settle(&h, "also count March", &id).await;
+    assert_eq!(
+        task.status.message.as_ref().unwrap().text(),
+        "January and March"
+    );
+    assert_eq!(
+        store.write_counts().commits() - before,
+        3,
+        "the message's arrival, the first answer (recorded, not final: news came), and the \
+         second answer with the drained message and the completion: the drain has no \
+         transaction of its own"
+    );
+    assert_eq!(
+        journal_kinds(&store, &id),
+        ["inbound", "model_call", "inbound", "model_call"],
+        "the drained message is journaled before the answer to it"
+    );
+}
+
+#[tokio::test]
+async fn a_message_drained_but_not_yet_journaled_when_the_process_stops_is_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("harness.db");
+    // First life: the message lands during the first call; the second call, which carries
+    // it, hangs, and the engine stops with it in flight.
+    let first =
+        PlayModel::slow_then_hanging(vec![reply("only January")], Duration::from_millis(300));
+    let store = Arc::new(Store::open(&path).unwrap());
+    let h1 = harness(store.clone(), first.clone(), settings()).await;
+    let sub = h1
+        .tasks
+        .send_message(&caller(), user_message("count January", ""))
+        .await
+        .unwrap();
+    let id = sub.snapshot.id.clone();
+    until_asked(&first, 1).await;
+    h1.tasks
+        .send_message(&caller(), user_message("also count March", &id))
+        .await
+        .unwrap();
+    until_asked(&first, 2).await;
+    assert!(
+        serde_json::to_string(&first.requests()[1].messages)
+            .unwrap()
+            .contains("also count March"),
+        "the second call carries the message"
+    );
+    h1.engine.shutdown().await;
+    drop(h1);
+    drop(store);
+
+    // Second life: the message is read again from the store and answered once.
+    let second = PlayModel::new(vec![reply("unused"), reply("January and March")]);
+    let store = Arc::new(Store::open(&path).unwrap());
+    let h2 = harness(store.clone(), second.clone(), settings()).await;
+    assert_eq!(h2.engine.resume_open().unwrap(), 1);
+    tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let task = h2.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();
+            if task.status.state.is_terminal() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    let task = h2.tasks.get_task(&caller(), &id, None).await.unwrap();
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(task.status.message.unwrap().text(), "January and March");
+    let requests = second.requests();
+    assert_eq!(requests.len(), 1);
+    let transcript = serde_json::to_string(&requests[0].messages).unwrap();
+    assert_eq!(
+        transcript.matches("also count March").count(),
+        1,
+        "the message reaches the model once: {transcript}"
+    );
+    assert_eq!(
+        journal_kinds(&store, &id),
+        ["inbound", "model_call", "inbound", "model_call"]
+    );
+}

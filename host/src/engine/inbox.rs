@@ -29,6 +29,9 @@ pub(super) enum Drained {
     Nothing,
     /// New messages, journaled; the task as that write left it.
     Recorded(Arc<TaskRecord>),
+    /// New messages that change nothing but the history: applied to the replay and left in
+    /// [`Replay::unjournaled`] for the step's next write. The task is as it was read.
+    Unwritten,
     /// New messages, but the task had ended or gone when they were to be written.
     Ended,
 }
@@ -106,6 +109,22 @@ pub(super) async fn drain(
     if entries.is_empty() {
         return Ok(Drained::Nothing);
     }
+    let changes_nothing_else = replies.is_empty()
+        && links.is_empty()
+        && record.state() == TaskState::Working
+        && record.ext.lifecycle != Lifecycle::Participant
+        && entries
+            .iter()
+            .all(|e| matches!(e, JournalEntry::Inbound { .. } | JournalEntry::Note { .. }));
+    if changes_nothing_else {
+        for entry in &entries {
+            replay.apply(entry);
+        }
+        replay.newest_drained = newest(read, replay.last_inbound_seq);
+        replay.unjournaled.extend(entries);
+        return Ok(Drained::Unwritten);
+    }
+    let earlier = std::mem::take(&mut replay.unjournaled);
     let wakes_model = entries
         .iter()
         .any(|e| !matches!(e, JournalEntry::Command { .. }));
@@ -113,7 +132,7 @@ pub(super) async fn drain(
     let change = hub
         .change(&record.id, move |rec, tx| {
             let id = rec.id.clone();
-            for entry in &recorded {
+            for entry in earlier.iter().chain(&recorded) {
                 tx.append_journal(&id, entry)?;
             }
             for reply in replies {
@@ -142,15 +161,18 @@ pub(super) async fn drain(
     for entry in &entries {
         replay.apply(entry);
     }
-    replay.newest_drained = read
-        .into_iter()
-        .find(|(seq, _)| *seq == replay.last_inbound_seq);
+    replay.newest_drained = newest(read, replay.last_inbound_seq);
     if let Some(children) = shared.children.as_ref() {
         for link in &links {
             children.follow(&record.id, link);
         }
     }
     Ok(Drained::Recorded(Arc::new(after)))
+}
+
+/// The message read at `seq` (the newest one drained), with its id when a participant sent it.
+fn newest(read: Vec<(i64, Option<String>)>, seq: i64) -> Option<(i64, Option<String>)> {
+    read.into_iter().find(|(read_seq, _)| *read_seq == seq)
 }
 
 /// A new task's first message as the model's input, when draining it would make exactly one

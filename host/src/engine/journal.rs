@@ -91,6 +91,13 @@ pub struct Replay {
     /// Anything that landed in between is still found: no answer completes a task while a
     /// message is unread (the completing transaction asks), and every later step drains.
     pub skip_drain_once: bool,
+    /// Entries applied here but not yet written: what a drain found that changes nothing else
+    /// (participants' messages and children's reports on a working task). They are written in
+    /// the loop's next journaling transaction, before its own entry, so the journal keeps
+    /// their order and a task's turn costs one transaction less. Until then the messages are
+    /// unread in the store: a loop that ends without writing them (a crash, a store error)
+    /// leaves them to the next loop's drain.
+    pub unjournaled: Vec<JournalEntry>,
 }
 
 impl Replay {

@@ -85,7 +85,13 @@ pub(crate) async fn step(
     id: &str,
     replay: &mut Replay,
 ) -> Result<Step, StoreError> {
-    match next_step(shared, id, replay).await {
+    let next = next_step(shared, id, replay).await;
+    if next.is_ok() && !replay.unjournaled.is_empty() {
+        // The step wrote no journal entry after its drain (it parks or the task ended): what
+        // the drain found is written on its own.
+        write_unjournaled(&shared.hub, id, replay).await?;
+    }
+    match next {
         Ok(Step::Stop) => {
             cancel_children_of_ended(shared, id);
             Ok(Step::Stop)
@@ -203,7 +209,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         drain(shared, &record, replay).await?
     };
     let record = match drained {
-        Drained::Nothing => record,
+        Drained::Nothing | Drained::Unwritten => record,
         Drained::Recorded(after) => after,
         Drained::Ended => return Ok(Step::Continue),
     };
@@ -246,8 +252,10 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         };
         let effects = outcome.effects.clone();
         let recorded = entry.clone();
+        let earlier = std::mem::take(&mut replay.unjournaled);
         let change = hub
             .change(id, move |rec, tx| {
+                append_unjournaled(tx, &rec.id, &earlier)?;
                 apply_effects(rec, &effects, tx)?;
                 tx.append_journal(&rec.id.clone(), &recorded)
             })
@@ -350,9 +358,11 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     let read_through = replay.last_inbound_seq;
     let task_token_budget = settings.task_token_budget;
     let recorded = entry.clone();
+    let earlier = std::mem::take(&mut replay.unjournaled);
     let change = hub
         .change(id, move |rec, tx| {
             let id = rec.id.clone();
+            append_unjournaled(tx, &id, &earlier)?;
             tx.append_journal(&id, &recorded)?;
             budget::show_usage(rec, usage, task_token_budget);
             if reply.tool_calls.is_empty()
@@ -434,15 +444,37 @@ async fn compact(
     tracing::info!(task = %id, removed_items = cut, "compacted the history");
     let limit = shared.settings.task_token_budget;
     let recorded = entry.clone();
+    let earlier = std::mem::take(&mut replay.unjournaled);
     if let Change::Applied(..) = shared
         .hub
         .change(id, move |rec, tx| {
+            append_unjournaled(tx, &rec.id, &earlier)?;
             budget::show_usage(rec, usage, limit);
             tx.append_journal(&rec.id.clone(), &recorded)
         })
         .await?
     {
         replay.apply(&entry);
+    }
+    Ok(())
+}
+
+/// Writes what a drain left unwritten ([`Replay::unjournaled`]) in a transaction of its own.
+async fn write_unjournaled(hub: &TaskHub, id: &str, replay: &mut Replay) -> Result<(), StoreError> {
+    let earlier = std::mem::take(&mut replay.unjournaled);
+    hub.change(id, move |rec, tx| append_unjournaled(tx, &rec.id, &earlier))
+        .await?;
+    Ok(())
+}
+
+/// Appends what a drain left unwritten, before the entry of the step that writes it.
+fn append_unjournaled(
+    tx: &mut Tx<'_>,
+    id: &str,
+    earlier: &[JournalEntry],
+) -> Result<(), StoreError> {
+    for entry in earlier {
+        tx.append_journal(id, entry)?;
     }
     Ok(())
 }

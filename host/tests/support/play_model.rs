@@ -37,6 +37,11 @@ impl PlayModel {
         PlayModel::with(replies, delay, false)
     }
 
+    /// Each call takes `delay`; past the replies, a call hangs.
+    pub fn slow_then_hanging(replies: Vec<ModelReply>, delay: Duration) -> Arc<PlayModel> {
+        PlayModel::with(replies, delay, true)
+    }
+
     fn with(replies: Vec<ModelReply>, delay: Duration, hang_past_end: bool) -> Arc<PlayModel> {
         Arc::new(PlayModel {
             replies,
