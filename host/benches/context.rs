@@ -51,7 +51,11 @@ fn benches(c: &mut Criterion) {
         owner: "user".into(),
     };
     for turns in [5usize, 20] {
-        let items = history(turns);
+        // Each item cleaned once, when recorded, as the engine's replay does.
+        let items: Vec<_> = history(turns)
+            .iter()
+            .map(tiny_harness::context::HistoryItem::to_message)
+            .collect();
         c.bench_function(&format!("assemble_turn_{turns}_tool_calls"), |b| {
             b.iter(|| {
                 let request = assemble(

@@ -22,7 +22,7 @@ use tiny_harness::config::{AgentConfig, Config};
 use tiny_harness::context::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
 use tiny_harness::engine::journal::JournalEntry;
 use tiny_harness::engine::{HostEffects, ToolContext, ToolHost, ToolOutcome};
-use tiny_harness::model::{ModelReply, ToolCall, ToolSpec};
+use tiny_harness::model::{ChatMessage, ModelReply, ToolCall, ToolSpec};
 use tiny_harness::plugins::{PluginHost, PluginSettings};
 use tiny_harness::runtime::prompt_context;
 use tiny_harness::store::Store;
@@ -97,7 +97,8 @@ struct Parts {
     prefix: StaticPrefix,
     tools: Arc<dyn ToolHost>,
     definitions: Arc<[ToolSpec]>,
-    history: Vec<HistoryItem>,
+    /// The history as the engine's replay keeps it: each item cleaned once, when recorded.
+    history: Vec<ChatMessage>,
     /// The sequence number of the last message drained.
     cursor: i64,
 }
@@ -154,17 +155,23 @@ impl Parts {
                 text: message.text(),
             });
         }
-        let mut history = self.history.clone();
+        // The engine's replay records the new items once; the bench takes them off again after
+        // the turn so that every turn starts from the same history.
+        let before = self.history.len();
         for entry in &inbound {
             if let JournalEntry::Inbound { text, .. } = entry {
-                history.push(HistoryItem::Inbound {
-                    from: "user".into(),
-                    trusted: true,
-                    text: text.clone(),
-                });
+                self.history.push(
+                    HistoryItem::Inbound {
+                        from: "user".into(),
+                        trusted: true,
+                        text: text.clone(),
+                    }
+                    .to_message(),
+                );
             }
         }
-        std::hint::black_box(self.assemble(&record, &history));
+        std::hint::black_box(self.assemble(&record, &self.history));
+        self.history.truncate(before);
         let call = plan_call();
         let reply = ModelReply {
             tool_calls: vec![call.clone()],
@@ -185,7 +192,7 @@ impl Parts {
     }
 
     /// The model's request for a turn, and its estimated size (what decides compaction).
-    fn assemble(&self, record: &TaskRecord, history: &[HistoryItem]) -> usize {
+    fn assemble(&self, record: &TaskRecord, history: &[ChatMessage]) -> usize {
         let request = assemble(
             &self.prefix,
             &self.definitions,
@@ -211,6 +218,11 @@ impl Parts {
         assert!(outcome.result.is_ok(), "{:?}", outcome.result);
         outcome
     }
+}
+
+/// A history of `calls` tool calls, each item cleaned once as the engine's replay does.
+fn rendered(calls: usize) -> Vec<ChatMessage> {
+    history(calls).iter().map(HistoryItem::to_message).collect()
 }
 
 /// The tool call the model makes on every turn.
@@ -244,7 +256,7 @@ async fn parts(store_dir: &std::path::Path) -> Parts {
         tools,
         hub,
         prefix,
-        history: history(HISTORY_CALLS),
+        history: rendered(HISTORY_CALLS),
         cursor: 0,
     }
 }
@@ -280,7 +292,7 @@ fn benches(c: &mut Criterion) {
         .task(TASK_ID)
         .expect("read")
         .expect("task");
-    let history = history(HISTORY_CALLS);
+    let history = rendered(HISTORY_CALLS);
     c.bench_function("turn_part_assemble_50_agents", |b| {
         b.iter(|| parts.assemble(&record, std::hint::black_box(&history)))
     });

@@ -139,7 +139,10 @@ pub struct TurnInput<'a> {
     pub skills: &'a [(&'a str, &'a str)],
     /// The summary of compacted history, if any.
     pub summary: Option<&'a str>,
-    pub history: &'a [HistoryItem],
+    /// The live history as the model receives it, each item cleaned once by
+    /// [`HistoryItem::to_message`] when it was recorded (the engine's replay keeps them so):
+    /// a long history is not cleaned again at every turn.
+    pub history: &'a [ChatMessage],
 }
 
 /// The per-task sections, in order: each `skill:{name}`, `task`, `plan`, `state_summary`. Their
@@ -174,7 +177,7 @@ pub fn assemble(
     messages.push(ChatMessage::User {
         content: render_per_task(input),
     });
-    messages.extend(input.history.iter().map(HistoryItem::to_message));
+    messages.extend_from_slice(input.history);
     ModelRequest {
         instructions: prefix.shared(),
         messages,
@@ -187,12 +190,31 @@ pub fn assemble(
 /// The estimated size of a request in tokens.
 pub fn estimate_tokens(request: &ModelRequest) -> usize {
     let messages: usize = request.messages.iter().map(message_chars).sum();
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|t| t.name.len() + t.description.len() + json_len(&t.parameters))
-        .sum();
-    (request.instructions.len() + messages + tools) / CHARS_PER_TOKEN
+    (request.instructions.len() + messages + tools_chars(&request.tools)) / CHARS_PER_TOKEN
+}
+
+thread_local! {
+    /// The tool list last measured on this thread, with its size. Every turn of every task
+    /// shares the engine's one list, so its schemas are written out once, not at every turn.
+    /// The list is held, so a list at the same address is the same list.
+    static MEASURED_TOOLS: std::cell::RefCell<Option<(Arc<[ToolSpec]>, usize)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The characters of the tool definitions: names, descriptions and schemas as JSON.
+fn tools_chars(tools: &Arc<[ToolSpec]>) -> usize {
+    let known = MEASURED_TOOLS.with_borrow(|measured| match measured {
+        Some((list, chars)) if Arc::ptr_eq(list, tools) => Some(*chars),
+        _ => None,
+    });
+    known.unwrap_or_else(|| {
+        let chars = tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + json_len(&t.parameters))
+            .sum();
+        MEASURED_TOOLS.set(Some((tools.clone(), chars)));
+        chars
+    })
 }
 
 /// The length of a value's JSON text, counted as it is written: no text is built.
@@ -303,7 +325,10 @@ mod tests {
                 record: &record,
                 skills: &[],
                 summary: None,
-                history: &history,
+                history: &history
+                    .iter()
+                    .map(HistoryItem::to_message)
+                    .collect::<Vec<_>>(),
             },
         );
         let ChatMessage::User { content } = &request.messages[0] else {
@@ -318,5 +343,40 @@ mod tests {
         };
         assert!(content.starts_with("<untrusted source=\"tool\">\n"));
         assert!(estimate_tokens(&request) > 0);
+    }
+
+    #[test]
+    fn each_tool_list_is_measured_as_it_is_even_when_one_was_measured_before() {
+        let tool = |schema: serde_json::Value| ToolSpec {
+            name: "t".into(),
+            description: String::new(),
+            parameters: schema,
+        };
+        let small: Arc<[ToolSpec]> = vec![tool(serde_json::json!({}))].into();
+        let large: Arc<[ToolSpec]> =
+            vec![tool(serde_json::json!({"description": "x".repeat(4_000)}))].into();
+        let request = |tools: &Arc<[ToolSpec]>| ModelRequest {
+            instructions: Arc::from(""),
+            messages: vec![],
+            tools: tools.clone(),
+            max_output_tokens: None,
+            purpose: Purpose::Turn,
+        };
+        let first = estimate_tokens(&request(&small));
+        assert_eq!(
+            estimate_tokens(&request(&small)),
+            first,
+            "the same list again"
+        );
+        let other = estimate_tokens(&request(&large));
+        assert_eq!(
+            other,
+            (1 + 4_000 + r#"{"description":""}"#.len()) / CHARS_PER_TOKEN
+        );
+        assert_eq!(
+            estimate_tokens(&request(&small)),
+            first,
+            "the first list again"
+        );
     }
 }

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::tools::Effect;
 use crate::context::HistoryItem;
-use crate::model::{ModelReply, ToolCall, Usage};
+use crate::model::{ChatMessage, ModelReply, ToolCall, Usage};
 use crate::skills::loading;
 
 /// One recorded step.
@@ -62,6 +62,9 @@ pub enum JournalEntry {
 pub struct Replay {
     /// Every history item since the task began; the first `folded_through` are summarised.
     items: Vec<HistoryItem>,
+    /// Each item as the model receives it, cleaned once when it is recorded rather than at
+    /// every turn (`HistoryItem::to_message`).
+    messages: Vec<ChatMessage>,
     pub summary: Option<String>,
     pub folded_through: usize,
     /// Turn calls recorded, which is also the scripted model's position.
@@ -122,7 +125,7 @@ impl Replay {
                 self.last_inbound_seq = self.last_inbound_seq.max(*message_seq);
                 self.inputs += 1;
                 self.final_reply = None;
-                self.items.push(HistoryItem::Inbound {
+                self.push(HistoryItem::Inbound {
                     from: from.clone(),
                     trusted: *trusted,
                     text: text.clone(),
@@ -138,7 +141,7 @@ impl Replay {
                 }
                 self.inputs += 1;
                 self.final_reply = None;
-                self.items.push(HistoryItem::Note {
+                self.push(HistoryItem::Note {
                     source: source.clone(),
                     text: text.clone(),
                 });
@@ -153,7 +156,7 @@ impl Replay {
                 // task keeps waiting.
                 self.last_inbound_seq = self.last_inbound_seq.max(*message_seq);
                 self.commands += 1;
-                self.items.push(HistoryItem::Inbound {
+                self.push(HistoryItem::Inbound {
                     from: from.clone(),
                     trusted: true,
                     text: format!("{text}\n({outcome})"),
@@ -164,7 +167,7 @@ impl Replay {
                 self.usage = self.usage.plus(reply.usage);
                 self.pending = reply.tool_calls.clone();
                 self.final_reply = reply.tool_calls.is_empty().then(|| reply.text.clone());
-                self.items.push(HistoryItem::Reply {
+                self.push(HistoryItem::Reply {
                     text: reply.text.clone(),
                     tool_calls: reply.tool_calls.clone(),
                 });
@@ -181,7 +184,7 @@ impl Replay {
                 }
                 self.tool_results += 1;
                 self.pending.retain(|call| &call.id != call_id);
-                self.items.push(HistoryItem::ToolResult {
+                self.push(HistoryItem::ToolResult {
                     call_id: call_id.clone(),
                     name: name.clone(),
                     content: content.clone(),
@@ -203,6 +206,16 @@ impl Replay {
     /// The history the model sees: what has not been folded into the summary.
     pub fn live_history(&self) -> &[HistoryItem] {
         &self.items[self.folded_through..]
+    }
+
+    /// [`Replay::live_history`] as the model receives it.
+    pub fn live_messages(&self) -> &[ChatMessage] {
+        &self.messages[self.folded_through..]
+    }
+
+    fn push(&mut self, item: HistoryItem) {
+        self.messages.push(item.to_message());
+        self.items.push(item);
     }
 
     /// The newest message from a participant `matches` accepts, for a task a participant works.

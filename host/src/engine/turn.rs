@@ -321,7 +321,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         record: &record,
         skills: &skills,
         summary: replay.summary.as_deref(),
-        history: replay.live_history(),
+        history: replay.live_messages(),
     };
     let settings = &shared.settings;
     let request = assemble(
