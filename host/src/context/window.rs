@@ -305,7 +305,7 @@ mod tests {
     fn first_message_holds_the_per_task_sections_and_tool_results_are_untrusted() {
         let prefix = StaticPrefix::build("P", &[], &[], "A");
         let record = record("Add 2 and 2");
-        let history = vec![
+        let history = [
             HistoryItem::Inbound {
                 from: "user".into(),
                 trusted: true,
