@@ -25,13 +25,10 @@ pub(super) const HISTORY: &str = "SELECT body FROM messages WHERE task_id = +?1 
      (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE task_id = +?1) - ?2 ORDER BY seq";
 pub(super) const JOURNAL: &str = "SELECT seq, entry FROM journal WHERE task_id = +?1 ORDER BY seq";
 pub(super) const NEXT_UPDATE_SEQ: &str = "SELECT COALESCE(MAX(updated_seq), 0) + 1 FROM tasks";
-/// Appends a message at the task's next sequence number and returns it: one statement, where a
-/// read of the number then an insert took two.
-pub(super) const APPEND_MESSAGE: &str = "INSERT INTO messages (task_id, seq, body) VALUES \
-     (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE task_id = +?1), ?2) RETURNING seq";
-/// As [`APPEND_MESSAGE`], for the journal.
-pub(super) const APPEND_JOURNAL: &str = "INSERT INTO journal (task_id, seq, entry) VALUES \
-     (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM journal WHERE task_id = +?1), ?2) RETURNING seq";
+pub(super) const NEXT_MESSAGE_SEQ: &str =
+    "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE task_id = +?1";
+pub(super) const NEXT_JOURNAL_SEQ: &str =
+    "SELECT COALESCE(MAX(seq), 0) + 1 FROM journal WHERE task_id = +?1";
 
 pub(super) fn task(conn: &Connection, id: &str) -> Result<Option<TaskRecord>, StoreError> {
     conn.prepare_cached(&format!("SELECT {RECORD_COLUMNS} FROM tasks WHERE id = ?1"))?

@@ -525,8 +525,8 @@ fn cached_statements_are_not_prepared_again() {
         (queries::MESSAGES_AFTER, 2),
         (queries::HISTORY, 2),
         (queries::JOURNAL, 1),
-        (queries::APPEND_MESSAGE, 2),
-        (queries::APPEND_JOURNAL, 2),
+        (queries::NEXT_MESSAGE_SEQ, 1),
+        (queries::NEXT_JOURNAL_SEQ, 1),
     ];
     for (sql, parameters) in keyed {
         let mut stmt = conn.prepare(sql).unwrap();

@@ -121,12 +121,14 @@ impl Tx<'_> {
 
     /// Appends a message to the task's history and returns its sequence number.
     pub fn append_message(&mut self, task_id: &str, message: &Message) -> Result<i64, StoreError> {
-        Ok(self
+        let seq: i64 = self
             .conn
-            .prepare_cached(queries::APPEND_MESSAGE)?
-            .query_row(params![task_id, serde_json::to_string(message)?], |row| {
-                row.get(0)
-            })?)
+            .prepare_cached(queries::NEXT_MESSAGE_SEQ)?
+            .query_row(params![task_id], |row| row.get(0))?;
+        self.conn
+            .prepare_cached("INSERT INTO messages (task_id, seq, body) VALUES (?1, ?2, ?3)")?
+            .execute(params![task_id, seq, serde_json::to_string(message)?])?;
+        Ok(seq)
     }
 
     /// Appends an entry to the task's journal and returns its sequence number.
@@ -135,12 +137,14 @@ impl Tx<'_> {
         task_id: &str,
         entry: &T,
     ) -> Result<i64, StoreError> {
-        Ok(self
+        let seq: i64 = self
             .conn
-            .prepare_cached(queries::APPEND_JOURNAL)?
-            .query_row(params![task_id, serde_json::to_string(entry)?], |row| {
-                row.get(0)
-            })?)
+            .prepare_cached(queries::NEXT_JOURNAL_SEQ)?
+            .query_row(params![task_id], |row| row.get(0))?;
+        self.conn
+            .prepare_cached("INSERT INTO journal (task_id, seq, entry) VALUES (?1, ?2, ?3)")?
+            .execute(params![task_id, seq, serde_json::to_string(entry)?])?;
+        Ok(seq)
     }
 
     /// Makes the participant index of the task exactly its owner and its participants: entries
