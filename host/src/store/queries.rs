@@ -37,6 +37,30 @@ pub(super) fn task(conn: &Connection, id: &str) -> Result<Option<TaskRecord>, St
         .transpose()
 }
 
+/// The task and its row's update sequence.
+pub(super) fn task_with_update_seq(
+    conn: &Connection,
+    id: &str,
+) -> Result<Option<(TaskRecord, i64)>, StoreError> {
+    conn.prepare_cached(&format!(
+        "SELECT {RECORD_COLUMNS}, updated_seq FROM tasks WHERE id = ?1"
+    ))?
+    .query_row(params![id], |row| {
+        Ok(read_record(row)?.map(|record| (record, row.get::<_, i64>(4))))
+    })
+    .optional()?
+    .map(|read| read.and_then(|(record, seq)| Ok((record, seq?))))
+    .transpose()
+}
+
+/// The update sequence of the task's row, without reading the record.
+pub(super) fn task_update_seq(conn: &Connection, id: &str) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT updated_seq FROM tasks WHERE id = ?1")?
+        .query_row(params![id], |row| row.get(0))
+        .optional()?)
+}
+
 pub(super) fn messages_after(
     conn: &Connection,
     task_id: &str,

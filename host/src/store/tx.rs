@@ -16,8 +16,8 @@ pub struct Tx<'a> {
 }
 
 impl Tx<'_> {
-    /// Inserts a new task and indexes its participants.
-    pub fn insert_task(&mut self, record: &TaskRecord) -> Result<(), StoreError> {
+    /// Inserts a new task and indexes its participants. Returns the row's update sequence.
+    pub fn insert_task(&mut self, record: &TaskRecord) -> Result<i64, StoreError> {
         let seq = self.next_seq()?;
         let parts = Parts::all(record)?;
         self.conn
@@ -36,22 +36,24 @@ impl Tx<'_> {
                 parts.artifacts,
                 parts.ext,
             ])?;
-        self.add_participants(record)
+        self.add_participants(record)?;
+        Ok(seq)
     }
 
     /// Replaces a task's record, moving it to the front of listings.
     pub fn update_task(&mut self, record: &TaskRecord) -> Result<(), StoreError> {
-        self.write_change(None, record)
+        self.write_change(None, record).map(drop)
     }
 
     /// Writes what changed from `before` (the task as this transaction read it) to `after`:
     /// only the parts that differ are serialised, and the participant index only when the
-    /// participants changed. The task moves to the front of listings.
+    /// participants changed. The task moves to the front of listings. Returns the row's new
+    /// update sequence.
     pub fn write_change(
         &mut self,
         before: Option<&TaskRecord>,
         after: &TaskRecord,
-    ) -> Result<(), StoreError> {
+    ) -> Result<i64, StoreError> {
         let seq = self.next_seq()?;
         let parts = Parts::changed(before, after)?;
         self.conn
@@ -76,12 +78,26 @@ impl Tx<'_> {
         if participants_changed {
             self.index_participants(after)?;
         }
-        Ok(())
+        Ok(seq)
     }
 
     /// The task as it is inside this transaction.
     pub fn task(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
         queries::task(self.conn, id)
+    }
+
+    /// The task as it is inside this transaction, with its row's update sequence: a number
+    /// every write of the row (insert or change) moves past every earlier one, so a copy of the
+    /// record known to have been written with it is the row's content as long as it is the
+    /// same.
+    pub fn task_with_update_seq(&self, id: &str) -> Result<Option<(TaskRecord, i64)>, StoreError> {
+        queries::task_with_update_seq(self.conn, id)
+    }
+
+    /// The update sequence of the task's row inside this transaction (see
+    /// [`Tx::task_with_update_seq`]), without reading the record.
+    pub fn task_update_seq(&self, id: &str) -> Result<Option<i64>, StoreError> {
+        queries::task_update_seq(self.conn, id)
     }
 
     /// The task that the owner's message with this id created, as of this transaction.

@@ -122,19 +122,19 @@ impl TaskHub {
                     {
                         return Ok((Created::Existing(existing), None));
                     }
-                    tx.insert_task(&record)?;
+                    let update_seq = tx.insert_task(&record)?;
                     if !message_id.is_empty() {
                         tx.record_creation(&record.owner, &message_id, &record.id)?;
                     }
                     let value = f(tx)?;
                     Ok((
                         Created::New(value),
-                        Some((stamper.stamp(), Arc::new(record))),
+                        Some((stamper.stamp(), Arc::new(record), update_seq)),
                     ))
                 },
                 move |(_, landed)| {
-                    if let Some((version, record)) = landed {
-                        live.landed_shared(*version, record);
+                    if let Some((version, record, update_seq)) = landed {
+                        live.landed_shared(*version, record, *update_seq);
                     }
                 },
             )
@@ -153,40 +153,49 @@ impl TaskHub {
         let id = task_id.to_string();
         let stamper = self.live.stamper();
         let live = self.live.clone();
+        let live_before = self.live.clone();
         let outcome = self
             .store
             .write_queued_then(
                 move |tx| {
-                    let Some(before) = tx.task(&id)? else {
+                    let Some((before, update_seq)) = current(tx, &live_before, &id)? else {
                         return Ok(None);
                     };
                     if before.state().is_terminal() {
                         return Ok(Some(Err(before)));
                     }
-                    let mut after = before.clone();
+                    let mut after = TaskRecord::clone(&before);
                     let value = f(&mut after, tx)?;
-                    if after != before {
-                        tx.write_change(Some(&before), &after)?;
-                    }
-                    Ok(Some(Ok((before, Arc::new(after), value, stamper.stamp()))))
+                    let update_seq = if after != *before {
+                        tx.write_change(Some(&before), &after)?
+                    } else {
+                        update_seq
+                    };
+                    Ok(Some(Ok((
+                        before,
+                        Arc::new(after),
+                        value,
+                        stamper.stamp(),
+                        update_seq,
+                    ))))
                 },
                 // On the committing thread, in commit order: a task's changes reach the live
                 // records in the order they were written, however their callers are scheduled.
                 move |outcome| {
-                    if let Some(Ok((_, after, _, version))) = outcome {
-                        live.landed_shared(*version, after);
+                    if let Some(Ok((_, after, _, version, update_seq))) = outcome {
+                        live.landed_shared(*version, after, *update_seq);
                     }
                 },
             )
             .await?;
         Ok(match outcome {
-            Some(Ok((before, after, value, _))) => {
+            Some(Ok((before, after, value, _, _))) => {
                 self.publish(&before, &after);
                 // The live records and a settled task's followers may share it: copied here,
                 // after the write connection is let go.
                 Change::Applied(Arc::unwrap_or_clone(after), value)
             }
-            Some(Err(record)) => Change::Terminal(record),
+            Some(Err(record)) => Change::Terminal(Arc::unwrap_or_clone(record)),
             None => Change::Missing,
         })
     }
@@ -270,5 +279,97 @@ impl TaskHub {
         }
         // A terminal task's channel goes: every stream ends after its last event.
         self.channels.announce(after, events);
+    }
+}
+
+/// The task as the write `tx` finds it, with its row's update sequence. The record the task's
+/// last change in this process left (`live`) is the row's content when the row is still at the
+/// update sequence it was written with, and is taken as it is: a change then reads one number
+/// instead of reading and parsing the whole record. Any other write of the row (another
+/// process's, one earlier in the same transaction, one that did not go through the hub) has
+/// moved the sequence on, and the row is read.
+fn current(
+    tx: &Tx<'_>,
+    live: &LiveRecords,
+    id: &str,
+) -> Result<Option<(Arc<TaskRecord>, i64)>, StoreError> {
+    if let Some((record, update_seq)) = live.get_with_update_seq(id)
+        && tx.task_update_seq(id)? == Some(update_seq)
+    {
+        return Ok(Some((record, update_seq)));
+    }
+    Ok(tx
+        .task_with_update_seq(id)?
+        .map(|(record, update_seq)| (Arc::new(record), update_seq)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::extension::TaskExtension;
+
+    fn note(record: &TaskRecord) -> &str {
+        record.metadata["note"].as_str().unwrap_or_default()
+    }
+
+    /// A hub whose task `t` has had one change, so its record is kept in memory.
+    async fn hub_with_a_kept_task() -> TaskHub {
+        let hub = TaskHub::new(Arc::new(Store::open_in_memory().expect("store")));
+        let record =
+            TaskRecord::for_test(TaskExtension::from_text("goal"), TaskState::Working, "o");
+        hub.create(record, String::new(), |_| Ok(()))
+            .await
+            .expect("created");
+        hub.change("t", |rec, _| {
+            rec.metadata.insert("note".into(), "kept".into());
+            Ok(())
+        })
+        .await
+        .expect("changed");
+        assert_eq!(hub.live_records(), 1);
+        hub
+    }
+
+    #[tokio::test]
+    async fn a_change_builds_on_a_write_made_beside_the_hub_not_on_the_kept_record() {
+        let hub = hub_with_a_kept_task().await;
+        let mut beside = hub.store().task("t").unwrap().unwrap();
+        beside
+            .metadata
+            .insert("note".into(), "written beside".into());
+        hub.store()
+            .write(|tx| tx.update_task(&beside))
+            .expect("written");
+
+        let Change::Applied(after, seen) = hub
+            .change("t", |rec, _| Ok(note(rec).to_string()))
+            .await
+            .unwrap()
+        else {
+            panic!("applied")
+        };
+        assert_eq!(seen, "written beside");
+        assert_eq!(note(&after), "written beside");
+    }
+
+    #[tokio::test]
+    async fn a_write_sees_what_an_earlier_write_of_its_own_transaction_left() {
+        let hub = hub_with_a_kept_task().await;
+        let live = hub.live.clone();
+        let seen = hub
+            .store()
+            .write(move |tx| {
+                let (kept, _) = current(tx, &live, "t")?.expect("task");
+                assert_eq!(note(&kept), "kept", "the kept record is the row's content");
+                let mut changed = TaskRecord::clone(&kept);
+                changed
+                    .metadata
+                    .insert("note".into(), "earlier in this one".into());
+                tx.write_change(Some(&kept), &changed)?;
+                let (now, _) = current(tx, &live, "t")?.expect("task");
+                Ok(note(&now).to_string())
+            })
+            .expect("written");
+        assert_eq!(seen, "earlier in this one");
     }
 }

@@ -62,6 +62,9 @@ impl Stamper {
 struct Entry {
     version: u64,
     record: Arc<TaskRecord>,
+    /// The update sequence of the task's row this record was written with
+    /// ([`crate::store::Tx::task_with_update_seq`]).
+    update_seq: i64,
 }
 
 impl LiveRecords {
@@ -92,13 +95,13 @@ impl LiveRecords {
     /// runs (its last look at how the task ended then reads no store), until that loop stops
     /// ([`LiveRecords::forget`]); a task that ended with no loop running is dropped at once, so
     /// that nothing is kept that no loop will read or forget.
-    pub fn landed(&self, version: u64, record: &TaskRecord) {
-        self.landed_shared(version, &Arc::new(record.clone()));
+    pub fn landed(&self, version: u64, record: &TaskRecord, update_seq: i64) {
+        self.landed_shared(version, &Arc::new(record.clone()), update_seq);
     }
 
     /// As [`LiveRecords::landed`], keeping `record` itself: no copy is made, which matters on
     /// the committing thread the hub calls this from, with the write connection held.
-    pub fn landed_shared(&self, version: u64, record: &Arc<TaskRecord>) {
+    pub fn landed_shared(&self, version: u64, record: &Arc<TaskRecord>, update_seq: i64) {
         if !self.enabled {
             return;
         }
@@ -121,6 +124,7 @@ impl LiveRecords {
                 *entry = Entry {
                     version,
                     record: record.clone(),
+                    update_seq,
                 };
             }
             None if full => {}
@@ -130,6 +134,7 @@ impl LiveRecords {
                     Entry {
                         version,
                         record: record.clone(),
+                        update_seq,
                     },
                 );
             }
@@ -157,6 +162,19 @@ impl LiveRecords {
             .records
             .get(id)
             .map(|entry| entry.record.clone())
+    }
+
+    /// The task's record as its last landed change left it, with the update sequence of the
+    /// row it was written to: a write that finds the row still at that sequence has the row's
+    /// content here, and need not read and parse it.
+    pub fn get_with_update_seq(&self, id: &str) -> Option<(Arc<TaskRecord>, i64)> {
+        if !self.enabled {
+            return None;
+        }
+        self.lock()
+            .records
+            .get(id)
+            .map(|entry| (entry.record.clone(), entry.update_seq))
     }
 
     /// Drops the task's record: its loop stopped (or parked), so nothing reads it until the next
@@ -215,11 +233,11 @@ mod tests {
         let records = LiveRecords::enabled();
         let stamper = records.stamper();
         let (first, second) = (stamper.stamp(), stamper.stamp());
-        records.landed(second, &record("t", TaskState::Working, "second"));
-        records.landed(first, &record("t", TaskState::Working, "first"));
+        records.landed(second, &record("t", TaskState::Working, "second"), 1);
+        records.landed(first, &record("t", TaskState::Working, "first"), 1);
         assert_eq!(note(&records, "t").as_deref(), Some("second"));
         let third = records.stamper().stamp();
-        records.landed(third, &record("t", TaskState::InputRequired, "third"));
+        records.landed(third, &record("t", TaskState::InputRequired, "third"), 1);
         assert_eq!(note(&records, "t").as_deref(), Some("third"));
     }
 
@@ -230,14 +248,17 @@ mod tests {
         records.landed(
             records.stamper().stamp(),
             &record("a", TaskState::Working, "a"),
+            1,
         );
         records.landed(
             records.stamper().stamp(),
             &record("b", TaskState::Working, "b"),
+            1,
         );
         records.landed(
             records.stamper().stamp(),
             &record("a", TaskState::Completed, "done"),
+            1,
         );
         assert_eq!(
             note(&records, "a").as_deref(),
@@ -251,6 +272,7 @@ mod tests {
         records.landed(
             records.stamper().stamp(),
             &record("c", TaskState::Canceled, "canceled"),
+            1,
         );
         assert_eq!(
             note(&records, "c"),
@@ -267,11 +289,13 @@ mod tests {
         records.landed(
             records.stamper().stamp(),
             &record("parent", TaskState::InputRequired, "child working"),
+            1,
         );
         assert_eq!(records.len(), 1);
         records.landed(
             records.stamper().stamp(),
             &record("parent", TaskState::Canceled, "canceled"),
+            1,
         );
         assert_eq!(
             note(&records, "parent"),
@@ -288,6 +312,7 @@ mod tests {
             records.landed(
                 records.stamper().stamp(),
                 &record(&format!("t{i}"), TaskState::Working, "x"),
+                1,
             );
         }
         assert_eq!(records.len(), MAX_LIVE_RECORDS);
@@ -295,6 +320,7 @@ mod tests {
         disabled.landed(
             disabled.stamper().stamp(),
             &record("t", TaskState::Working, "x"),
+            1,
         );
         assert_eq!(disabled.get("t"), None);
     }
