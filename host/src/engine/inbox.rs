@@ -167,7 +167,7 @@ pub(super) async fn drain(
             children.follow(&record.id, link);
         }
     }
-    Ok(Drained::Recorded(Arc::new(after)))
+    Ok(Drained::Recorded(after))
 }
 
 /// The message read at `seq` (the newest one drained), with its id when a participant sent it.

@@ -15,10 +15,11 @@ use crate::store::{Store, StoreError, Tx};
 /// The outcome of [`TaskHub::change`].
 #[derive(Debug)]
 pub enum Change<T> {
-    /// The change landed; here is the task as it now is and what the closure returned.
-    Applied(TaskRecord, T),
+    /// The change landed; here is the task as it now is (shared with the hub's live records:
+    /// no copy made) and what the closure returned.
+    Applied(Arc<TaskRecord>, T),
     /// The task had already reached a terminal state; nothing was written.
-    Terminal(TaskRecord),
+    Terminal(Arc<TaskRecord>),
     /// There is no such task.
     Missing,
 }
@@ -191,11 +192,9 @@ impl TaskHub {
         Ok(match outcome {
             Some(Ok((before, after, value, _, _))) => {
                 self.publish(&before, &after);
-                // The live records and a settled task's followers may share it: copied here,
-                // after the write connection is let go.
-                Change::Applied(Arc::unwrap_or_clone(after), value)
+                Change::Applied(after, value)
             }
-            Some(Err(record)) => Change::Terminal(Arc::unwrap_or_clone(record)),
+            Some(Err(record)) => Change::Terminal(record),
             None => Change::Missing,
         })
     }
