@@ -1,9 +1,10 @@
 //! The work of one turn beyond the model, on the real parts: drain the new message from a real
 //! SQLite store (a temporary file, opened as the runtime opens it), assemble the context with a
 //! 50-agent roster in the static prefix, dispatch the model's tool call (`create_plan`) through
-//! the real plugin host, and journal the steps through the task hub as the engine does: the
-//! drained message (the task is working, so it changes nothing else) with the model call in one
-//! transaction, the tool result in another.
+//! the real plugin host, and journal the step through the task hub as the engine does: the
+//! drained message (the task is working, so it changes nothing else), the model call and the
+//! result of its call (a plan, which stays in the process, so it runs before the model call is
+//! journaled) with the plan on the task, in one transaction.
 //! Criterion prints the mean and median of a turn and of each part alone; then this bench times
 //! `P99_TURNS` turns one by one and prints their median and p99. The message's arrival is not timed: it is the request's
 //! work, not the turn's.
@@ -21,7 +22,7 @@ use tiny_harness::agents::{Caps, Registry, Roster, build_roster, render_agents};
 use tiny_harness::config::{AgentConfig, Config};
 use tiny_harness::context::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
 use tiny_harness::engine::journal::JournalEntry;
-use tiny_harness::engine::{HostEffects, ToolContext, ToolHost, ToolOutcome};
+use tiny_harness::engine::{Effect, HostEffects, ToolContext, ToolHost, ToolOutcome};
 use tiny_harness::model::{ChatMessage, ModelReply, ToolCall, ToolSpec};
 use tiny_harness::plugins::{PluginHost, PluginSettings};
 use tiny_harness::runtime::prompt_context;
@@ -125,6 +126,13 @@ impl Parts {
         self.hub
             .change(TASK_ID, move |rec, tx| {
                 for entry in &entries {
+                    if let JournalEntry::ToolResult { effects, .. } = entry {
+                        for effect in effects {
+                            if let Effect::AttachPlan { plan } = effect {
+                                rec.ext.plan = Some(plan.clone());
+                            }
+                        }
+                    }
                     tx.append_journal(&rec.id.clone(), entry)?;
                 }
                 Ok(())
@@ -177,18 +185,24 @@ impl Parts {
             tool_calls: vec![call.clone()],
             ..ModelReply::default()
         };
+        // The engine reads the task again once the model has answered, for the call to see it
+        // as it is then.
+        let record = self
+            .hub
+            .task_for_loop(TASK_ID)
+            .expect("read")
+            .expect("task");
+        let outcome = self.dispatch_in_process(&record, &call).await;
         let mut step = inbound;
         step.push(JournalEntry::ModelCall { reply });
-        self.journal(step).await;
-        let outcome = self.dispatch(&record, &call).await;
-        self.journal(vec![JournalEntry::ToolResult {
+        step.push(JournalEntry::ToolResult {
             call_id: call.id.clone(),
             name: call.name.clone(),
             content: outcome.text(),
             is_error: false,
             effects: outcome.effects,
-        }])
-        .await;
+        });
+        self.journal(step).await;
     }
 
     /// The model's request for a turn, and its estimated size (what decides compaction).
@@ -205,6 +219,23 @@ impl Parts {
             },
         );
         estimate_tokens(&request)
+    }
+
+    /// One tool call through the plugin host, run before its model call is journaled, as the
+    /// engine runs a call that stays in the process.
+    async fn dispatch_in_process(&self, record: &TaskRecord, call: &ToolCall) -> ToolOutcome {
+        let context = ToolContext {
+            record,
+            call_id: &call.id,
+            skills: &[],
+        };
+        let outcome = self
+            .tools
+            .invoke_in_process(&context, call)
+            .await
+            .expect("a plan stays in the process");
+        assert!(outcome.result.is_ok(), "{:?}", outcome.result);
+        outcome
     }
 
     /// One tool call through the plugin host.

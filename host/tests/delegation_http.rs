@@ -109,19 +109,31 @@ async fn delegation_to_the_ledger_sends_the_envelope_and_its_answer_reaches_the_
 /// A stub A2A agent whose card lacks the task extension: it records each `SendMessage` and
 /// answers with a completed task.
 async fn plain_agent() -> (String, Arc<Mutex<Vec<Value>>>) {
-    plain_agent_answering_after(std::time::Duration::ZERO).await
+    plain_agent_with(Duration::ZERO, None).await
 }
 
 /// [`plain_agent`], taking `delay` to answer each `SendMessage`.
-async fn plain_agent_answering_after(
-    delay: std::time::Duration,
+async fn plain_agent_answering_after(delay: Duration) -> (String, Arc<Mutex<Vec<Value>>>) {
+    plain_agent_with(delay, None).await
+}
+
+/// What a stub agent does when a `SendMessage` arrives, before it answers.
+type OnSend = Arc<dyn Fn() + Send + Sync>;
+
+/// [`plain_agent`], taking `delay` to answer each `SendMessage` and calling `on_send` first.
+async fn plain_agent_with(
+    delay: Duration,
+    on_send: Option<OnSend>,
 ) -> (String, Arc<Mutex<Vec<Value>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
     let card = stub_card(&url, "plain", false);
-    type Seen = (Arc<Mutex<Vec<Value>>>, std::time::Duration);
-    async fn rpc(State((seen, delay)): State<Seen>, Json(body): Json<Value>) -> Json<Value> {
+    type Seen = (Arc<Mutex<Vec<Value>>>, Duration, Option<OnSend>);
+    async fn rpc(
+        State((seen, delay, on_send)): State<Seen>,
+        Json(body): Json<Value>,
+    ) -> Json<Value> {
         let task = json!({
             "id": "plain-1", "contextId": "ctx",
             "status": {"state": "TASK_STATE_COMPLETED", "message": {
@@ -129,6 +141,9 @@ async fn plain_agent_answering_after(
         });
         let result = match body["method"].as_str() {
             Some("SendMessage") => {
+                if let Some(on_send) = &on_send {
+                    on_send();
+                }
                 tokio::time::sleep(delay).await;
                 seen.lock().unwrap().push(body["params"].clone());
                 json!({"task": task})
@@ -146,9 +161,62 @@ async fn plain_agent_answering_after(
             }),
         )
         .route("/", post(rpc))
-        .with_state((seen.clone(), delay));
+        .with_state((seen.clone(), delay, on_send));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, seen)
+}
+
+/// The kinds of every journal entry in the store at `path`, task by task, read beside the
+/// running node.
+fn journal_kinds_in(path: &std::path::Path) -> Vec<String> {
+    let db =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut rows = db
+        .prepare("SELECT entry FROM journal ORDER BY task_id, seq")
+        .unwrap();
+    rows.query_map([], |row| row.get::<_, String>(0))
+        .unwrap()
+        .map(|entry| {
+            let entry: Value = serde_json::from_str(&entry.unwrap()).unwrap();
+            entry["kind"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// A child is created only once the model's call that asks for it is in the parent's journal:
+/// were the process to stop right after the child was made, the restart would replay that
+/// call, which names the same child, rather than ask the model for another.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_child_is_created_only_once_the_call_that_asks_for_it_is_journaled() {
+    let store: Arc<Mutex<Option<std::path::PathBuf>>> = Arc::default();
+    let journal_at_send: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let on_send: OnSend = {
+        let (store, journal_at_send) = (store.clone(), journal_at_send.clone());
+        Arc::new(move || {
+            let path = store.lock().unwrap().clone().expect("the node is up");
+            journal_at_send
+                .lock()
+                .unwrap()
+                .push(journal_kinds_in(&path));
+        })
+    };
+    let (url, seen) = plain_agent_with(Duration::ZERO, Some(on_send)).await;
+    let desk = Node::start(
+        &format!("[[agents]]\nid = \"plain\"\nurl = \"{url}\"\n"),
+        front_desk_model(json!("plain")),
+    )
+    .await;
+    *store.lock().unwrap() = Some(desk.dir().join("harness.db"));
+    let parent = desk.send("Ask the plain agent.", false).await;
+    assert_eq!(parent.status.state, TaskState::Completed, "{parent:?}");
+    assert_eq!(seen.lock().unwrap().len(), 1, "one child");
+    assert_eq!(
+        *journal_at_send.lock().unwrap(),
+        [["inbound", "model_call"]],
+        "the parent's journal when the child was asked for: its message and the model's call, \
+         not yet the call's result"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -183,7 +251,7 @@ async fn an_agent_without_the_task_extension_receives_the_brief_as_text() {
 async fn an_agent_slower_than_the_plugin_deadline_still_gets_its_sub_task() {
     // The tool's plugin may run 300 ms; creating the child takes the agent 1.5 s. That time is
     // the host's network wait, not the plugin's, so the call succeeds.
-    let (url, seen) = plain_agent_answering_after(std::time::Duration::from_millis(1_500)).await;
+    let (url, seen) = plain_agent_answering_after(Duration::from_millis(1_500)).await;
     let model = front_desk_model(json!("plain"));
     let desk = Node::start(
         &format!("[plugins]\ncall_timeout_ms = 300\n[[agents]]\nid = \"plain\"\nurl = \"{url}\"\n"),

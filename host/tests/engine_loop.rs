@@ -203,6 +203,92 @@ async fn tool_results_reach_the_next_request_inside_the_untrusted_block() {
     );
 }
 
+/// A tool call that stays in the process (a plan, a step done) is run as soon as the model
+/// asks for it and journaled with the model's call, with its effect on the task, in one
+/// transaction: a turn is one write.
+#[tokio::test]
+async fn a_plan_call_is_journaled_with_its_model_call_and_its_plan_in_one_write() {
+    let model = PlayModel::new(vec![
+        tool_reply(
+            "create_plan",
+            json!({"steps": [{"name": "Add", "description": "add the numbers"}]}),
+        ),
+        tool_reply("complete_step", json!({"step": "add", "output": "4"})),
+        reply("4"),
+    ]);
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let h = harness(store.clone(), model.clone(), settings()).await;
+    let task = send_and_settle(&h, "Add 2 and 2", "").await;
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(
+        h.store.write_counts().writes(),
+        4,
+        "the task created; the plan call with its result; the step call with its result; the \
+         answer with the task completed"
+    );
+    let id = task.id.clone();
+    assert_eq!(
+        journal_kinds(&store, &id),
+        [
+            "inbound",
+            "model_call",
+            "tool_result",
+            "model_call",
+            "tool_result",
+            "model_call"
+        ]
+    );
+    let record = store.task(&id).unwrap().unwrap();
+    let plan = record.ext.plan.expect("the plan is on the task");
+    assert_eq!(plan.steps[0].output.as_deref(), Some("4"));
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "each reply was asked for once");
+    let ChatMessage::Tool { content, .. } = requests[1].messages.last().unwrap() else {
+        panic!("the second request does not end with the plan's result");
+    };
+    assert!(
+        content.contains("plan attached with 1 steps: add"),
+        "{content}"
+    );
+}
+
+/// A tool call that asks to create a child is not run before its model call is journaled: the
+/// model's call is written on its own, then the call runs and its result is written.
+#[tokio::test]
+async fn a_sub_task_call_is_journaled_before_it_runs() {
+    let model = PlayModel::new(vec![
+        tool_reply(
+            "spawn_subtask",
+            json!({"name": "Add", "goal": "Add 2 and 2", "acceptance_criteria": ["a number"]}),
+        ),
+        reply("no sub-task here"),
+    ]);
+    let store = Arc::new(Store::open_in_memory().unwrap());
+    let h = harness(store.clone(), model.clone(), settings()).await;
+    let task = send_and_settle(&h, "Add 2 and 2 elsewhere", "").await;
+    assert_eq!(task.status.state, TaskState::Completed);
+    assert_eq!(
+        h.store.write_counts().writes(),
+        4,
+        "the task created; the model's call; the call's result; the answer"
+    );
+    assert_eq!(
+        journal_kinds(&store, &task.id),
+        ["inbound", "model_call", "tool_result", "model_call"]
+    );
+    // This harness has no way to reach agents, so the call fails when it asks for its child for
+    // real; the error the model reads is that one, not the refusal of an early run.
+    let requests = model.requests();
+    let ChatMessage::Tool { content, .. } = requests[1].messages.last().unwrap() else {
+        panic!("the second request does not end with the call's result");
+    };
+    assert!(
+        content.contains("[tool.unavailable] delegation to self is not available"),
+        "{content}"
+    );
+    assert!(!content.contains("host.not_yet"), "{content}");
+}
+
 #[tokio::test]
 async fn the_static_prefix_is_byte_identical_across_turns_and_tasks() {
     let model = PlayModel::new(vec![

@@ -76,6 +76,58 @@ async fn call(host: &PluginHost, name: &str, arguments: serde_json::Value) -> To
         .await
 }
 
+/// [`call`], run before its model call is journaled: `None` when it asked for a child.
+async fn call_in_process(
+    host: &PluginHost,
+    name: &str,
+    arguments: serde_json::Value,
+) -> Option<ToolOutcome> {
+    host.toolbox()
+        .invoke_in_process(
+            &ToolContext {
+                record: &record(),
+                call_id: "c1",
+                skills: &[],
+            },
+            &ToolCall {
+                id: "c1".into(),
+                name: name.into(),
+                arguments: arguments.to_string(),
+            },
+        )
+        .await
+}
+
+#[tokio::test]
+async fn a_call_run_before_it_is_journaled_has_its_outcome_unless_it_asks_for_a_child() {
+    let host = load(None).await.unwrap();
+    let plan = json!({"steps": [{"name": "Add", "description": "add the numbers"}]});
+    let early = call_in_process(&host, "create_plan", plan.clone())
+        .await
+        .expect("a plan stays in the process");
+    assert_eq!(early, call(&host, "create_plan", plan).await);
+    assert_eq!(early.effects.len(), 1, "{early:?}");
+
+    let child = json!({"name": "Add", "goal": "Add 2 and 2", "acceptance_criteria": ["a sum"]});
+    assert_eq!(
+        call_in_process(&host, "spawn_subtask", child).await,
+        None,
+        "a call that asks for a child runs once it is journaled"
+    );
+    // Refused before it asks: the host's checks answer as they would at any time.
+    let unknown = json!({"name": "Add", "goal": "Add", "acceptance_criteria": ["a sum"],
+        "agent": "nobody"});
+    let refused = call_in_process(&host, "spawn_subtask", unknown.clone())
+        .await
+        .expect("an unknown agent is refused in the process");
+    assert_eq!(refused, call(&host, "spawn_subtask", unknown).await);
+    assert!(
+        refused.text().starts_with("[agent.unknown]"),
+        "{}",
+        refused.text()
+    );
+}
+
 #[tokio::test]
 async fn the_builtin_alone_gives_the_default_prompt_and_the_intrinsic_tools() {
     let host = load(None).await.unwrap();

@@ -110,6 +110,21 @@ pub trait ToolHost: Send + Sync {
     fn definitions(&self) -> Vec<ToolSpec>;
     /// Runs one call. An unknown tool is `[tool.not_found]`; bad arguments `[tool.invalid_arguments]`.
     async fn invoke(&self, context: &ToolContext<'_>, call: &ToolCall) -> ToolOutcome;
+    /// Runs one call before its model call is journaled, if the call stays in the process: then
+    /// its whole outcome is its result and the effects recorded with it, so the model call and
+    /// the result share one transaction, and a stop before that commits loses only time (the
+    /// model is asked again). `None` when the call asked to reach outside the process (to
+    /// create a child), which it was refused: nothing happened, and it runs with
+    /// [`ToolHost::invoke`] once its model call is journaled. A host that cannot tell runs
+    /// nothing early.
+    async fn invoke_in_process(
+        &self,
+        context: &ToolContext<'_>,
+        call: &ToolCall,
+    ) -> Option<ToolOutcome> {
+        let _ = (context, call);
+        None
+    }
 }
 
 /// A child a tool asks for: on `agent` (an id [`EffectPort::resolve_agent`] accepted), with

@@ -1,6 +1,7 @@
 //! One task's loop: each step reads what the journal says, does the one next thing (drain new
 //! messages, run a pending tool call, compact, call the model, finish), and records it in one
-//! transaction with the task's new state before the next step begins.
+//! transaction with the task's new state before the next step begins. A model call's first
+//! tool call, when it stays in the process, is run and recorded with it: one transaction.
 
 use std::sync::Arc;
 
@@ -11,13 +12,16 @@ use super::children::Children;
 use super::inbox::{Drained, drain, has_unread};
 use super::journal::{JournalEntry, Replay};
 use super::participant_task::participant_step;
-use super::tools::{Effect, ToolContext, ToolHost};
+use super::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
 use crate::a2a::types::{
     Artifact, DIRECT_REPLY_KEY, Message, Part, Role, TaskState, TaskStatus, timestamp_now,
 };
 use crate::context::compaction::{budget, is_over, split_point, summary_request};
 use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
-use crate::model::{Effort, Finish, Model, ModelError, Models, ToolSpec, TurnContext, TurnReply};
+use crate::model::{
+    Effort, Finish, Model, ModelError, ModelReply, Models, ToolCall, ToolSpec, TurnContext,
+    TurnReply, Usage,
+};
 use crate::skills::Catalog;
 use crate::store::{StoreError, Tx};
 use crate::tasks::extension::{Lifecycle, StepState};
@@ -243,13 +247,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
             skills: replay.skills(),
         };
         let outcome = shared.tools.invoke(&context, &call).await;
-        let entry = JournalEntry::ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            content: outcome.text(),
-            is_error: outcome.result.is_err(),
-            effects: outcome.effects.clone(),
-        };
+        let entry = result_entry(&call, &outcome);
         let effects = outcome.effects.clone();
         let recorded = entry.clone();
         let earlier = std::mem::take(&mut replay.unjournaled);
@@ -352,12 +350,20 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     let entry = JournalEntry::ModelCall {
         reply: reply.clone(),
     };
+    let early = first_call_in_process(shared, id, replay, &reply, usage).await?;
+    let result = early
+        .as_ref()
+        .map(|(call, outcome)| result_entry(call, outcome));
+    let effects = early
+        .map(|(_, outcome)| outcome.effects)
+        .unwrap_or_default();
     // The answer is the task's only if nothing arrived while the model wrote it: a report or a
     // message that landed during the call was not in the request, so the reply is recorded and
     // the next step drains the news and asks the model again.
     let read_through = replay.last_inbound_seq;
     let task_token_budget = settings.task_token_budget;
     let recorded = entry.clone();
+    let (recorded_result, applied) = (result.clone(), effects.clone());
     let earlier = std::mem::take(&mut replay.unjournaled);
     let change = hub
         .change(id, move |rec, tx| {
@@ -365,7 +371,10 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
             append_unjournaled(tx, &id, &earlier)?;
             tx.append_journal(&id, &recorded)?;
             budget::show_usage(rec, usage, task_token_budget);
-            if reply.tool_calls.is_empty()
+            if let Some(result) = &recorded_result {
+                apply_effects(rec, &applied, tx)?;
+                tx.append_journal(&id, result)?;
+            } else if reply.tool_calls.is_empty()
                 && !has_open_subtasks(rec)
                 && !has_unread(tx, &id, read_through)?
             {
@@ -376,8 +385,60 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         .await?;
     if matches!(change, Change::Applied(..)) {
         replay.apply(&entry);
+        if let Some(result) = &result {
+            replay.apply(result);
+        }
+        follow_new_children(shared, id, &effects);
     }
     Ok(advance(change))
+}
+
+/// The reply's first tool call, run before the reply is journaled when it stays in the process
+/// ([`ToolHost::invoke_in_process`]): the reply and the call's result then share one
+/// transaction, a turn's one commit. `None` when the call asked to reach outside (it runs once
+/// the reply is journaled, so that a restart replays that call rather than asking the model
+/// for another), when the reply makes no call, or when the next step has to stop the task
+/// instead (ended meanwhile, or past its token budget with this reply).
+async fn first_call_in_process(
+    shared: &Shared,
+    id: &str,
+    replay: &Replay,
+    reply: &ModelReply,
+    usage: Usage,
+) -> Result<Option<(ToolCall, ToolOutcome)>, StoreError> {
+    let Some(call) = reply.tool_calls.first() else {
+        return Ok(None);
+    };
+    // Read again: the model's answer took its time, and the call sees the task as it is now.
+    let Some(record) = shared.hub.task_for_loop(id)? else {
+        return Ok(None);
+    };
+    let over_budget = Budget::of(&record, shared.settings.task_token_budget)
+        .is_some_and(|b| b.exceeded_by(&usage).is_some());
+    if record.state().is_terminal() || over_budget {
+        return Ok(None);
+    }
+    let context = ToolContext {
+        record: &record,
+        call_id: &call.id,
+        skills: replay.skills(),
+    };
+    Ok(shared
+        .tools
+        .invoke_in_process(&context, call)
+        .await
+        .map(|outcome| (call.clone(), outcome)))
+}
+
+/// The journal entry of a call's result, with the effects applied with it.
+fn result_entry(call: &ToolCall, outcome: &ToolOutcome) -> JournalEntry {
+    JournalEntry::ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: outcome.text(),
+        is_error: outcome.result.is_err(),
+        effects: outcome.effects.clone(),
+    }
 }
 
 /// A task that ended without its answer (failed, rejected, or canceled while a step was under

@@ -42,6 +42,9 @@ pub enum GuestResult {
 pub struct GuestReport {
     pub result: GuestResult,
     pub effects: Vec<Effect>,
+    /// Whether the call asked for a child while it could only run in the process
+    /// ([`CallState::in_process_only`]): its result is then not the call's.
+    pub asked_outside: bool,
 }
 
 impl GuestCall {
@@ -54,7 +57,10 @@ impl GuestCall {
             arguments,
             state,
         } = self;
-        let log = CallLog::new(&plugin.file, plugin.log_rate.clone());
+        let mut log = CallLog::new(&plugin.file, plugin.log_rate.clone());
+        if state.in_process_only {
+            log.hold();
+        }
         // The engine the plugin was compiled for (see `sandbox::Engines`).
         let mut store = store(plugin.pre.engine(), log, limits, Some(state));
         let host_wait = store.data().host_wait.clone();
@@ -74,13 +80,23 @@ impl GuestCall {
             Some(Err(err)) => GuestResult::Failed(describe_failure(&err, store.data(), limits)),
             Some(Ok(returned)) => GuestResult::Returned(returned),
         };
-        let effects = store
-            .data_mut()
+        let data = store.data_mut();
+        let (effects, asked_outside) = data
             .call
             .take()
-            .map(|c| c.effects)
+            .map(|c| (c.effects, c.asked_outside))
             .unwrap_or_default();
-        GuestReport { result, effects }
+        // A run refused its child is run again, which logs what it has to say.
+        if asked_outside {
+            data.log.discard();
+        } else {
+            data.log.release();
+        }
+        GuestReport {
+            result,
+            effects,
+            asked_outside,
+        }
     }
 }
 

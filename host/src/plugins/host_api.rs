@@ -44,6 +44,14 @@ pub struct CallState {
     pub requested_model: Option<String>,
     /// The skills loaded on the task when the call began, sorted by name.
     pub loaded_skills: Vec<String>,
+    /// Whether the call runs before its model call is journaled, so may do nothing outside the
+    /// process: a request to create a child is refused with `host.not_yet` and marked in
+    /// [`CallState::asked_outside`]; the engine then journals the model call and runs the call
+    /// again, allowed. (A child created before its call is journaled could be created twice:
+    /// after a restart the model would be asked again, and its new call would name another.)
+    pub in_process_only: bool,
+    /// Whether the call asked to create a child while it was [`CallState::in_process_only`].
+    pub asked_outside: bool,
 }
 
 impl CallState {
@@ -125,6 +133,14 @@ impl StoreData {
     ) -> Result<SubtaskRef, WitToolError> {
         let (record, message_id, host, port) = {
             let call = self.in_call()?;
+            if call.in_process_only {
+                call.asked_outside = true;
+                return Err(wit_error(
+                    "host.not_yet",
+                    "a sub-task cannot be created before the call is recorded; the harness runs \
+                     the call again",
+                ));
+            }
             (
                 call.record.clone(),
                 call.next_message_id(),
@@ -355,6 +371,8 @@ mod tests {
             spawned: 0,
             requested_model: None,
             loaded_skills: Vec::new(),
+            in_process_only: false,
+            asked_outside: false,
         }
     }
 

@@ -159,6 +159,40 @@ impl ToolHost for Toolbox {
     }
 
     async fn invoke(&self, context: &ToolContext<'_>, call: &ToolCall) -> ToolOutcome {
+        self.run(context, call, false).await.outcome
+    }
+
+    async fn invoke_in_process(
+        &self,
+        context: &ToolContext<'_>,
+        call: &ToolCall,
+    ) -> Option<ToolOutcome> {
+        let ran = self.run(context, call, true).await;
+        (!ran.asked_outside).then_some(ran.outcome)
+    }
+}
+
+/// What came of one run of a call.
+struct Ran {
+    outcome: ToolOutcome,
+    /// Whether the call, run in the process only, asked to create a child: its outcome is then
+    /// not the call's.
+    asked_outside: bool,
+}
+
+impl From<ToolOutcome> for Ran {
+    fn from(outcome: ToolOutcome) -> Ran {
+        Ran {
+            outcome,
+            asked_outside: false,
+        }
+    }
+}
+
+impl Toolbox {
+    /// Validates the call's arguments and runs it in a fresh sandbox; `in_process_only` refuses
+    /// it every request to create a child ([`CallState::in_process_only`]).
+    async fn run(&self, context: &ToolContext<'_>, call: &ToolCall, in_process_only: bool) -> Ran {
         let Some(entry) = self.entries.get(&call.name) else {
             let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
             return ToolOutcome::error(
@@ -168,7 +202,8 @@ impl ToolHost for Toolbox {
                     call.name,
                     names.join(", ")
                 ),
-            );
+            )
+            .into();
         };
         let arguments: Value = match serde_json::from_str(&call.arguments) {
             Ok(value) => value,
@@ -176,7 +211,8 @@ impl ToolHost for Toolbox {
                 return ToolOutcome::error(
                     "tool.invalid_arguments",
                     format!("{}: arguments are not JSON: {err}", call.name),
-                );
+                )
+                .into();
             }
         };
         let problems: Vec<String> = entry
@@ -196,7 +232,8 @@ impl ToolHost for Toolbox {
             return ToolOutcome::error(
                 "tool.invalid_arguments",
                 format!("{}: {}", call.name, problems.join("; ")),
-            );
+            )
+            .into();
         }
         let plugin = &entry.plugin;
         let state = CallState {
@@ -211,6 +248,8 @@ impl ToolHost for Toolbox {
                 .and_then(Value::as_str)
                 .map(str::to_string),
             loaded_skills: context.skills.to_vec(),
+            in_process_only,
+            asked_outside: false,
         };
         let guest = GuestCall {
             plugin: plugin.clone(),
@@ -231,9 +270,16 @@ impl ToolHost for Toolbox {
         };
         let report = match self.threads.run(guest.run()).await {
             Ok(report) => report,
-            Err(err) => return failed(err.to_string(), Vec::new()),
+            Err(err) => return failed(err.to_string(), Vec::new()).into(),
         };
-        match report.result {
+        if report.asked_outside {
+            // Refused a child, it did nothing: what it made of the refusal is not its outcome.
+            return Ran {
+                outcome: ToolOutcome::error("host.not_yet", "run again once recorded"),
+                asked_outside: true,
+            };
+        }
+        let outcome = match report.result {
             GuestResult::Failed(reason) => failed(reason, report.effects),
             GuestResult::Returned(Err(tool_error)) => ToolOutcome {
                 effects: kept(report.effects),
@@ -243,7 +289,8 @@ impl ToolHost for Toolbox {
                 result: Ok(cut(text)),
                 effects: report.effects,
             },
-        }
+        };
+        outcome.into()
     }
 }
 
