@@ -57,10 +57,7 @@ impl GuestCall {
             arguments,
             state,
         } = self;
-        let mut log = CallLog::new(&plugin.file, plugin.log_rate.clone());
-        if state.in_process_only {
-            log.hold();
-        }
+        let log = CallLog::new(&plugin.file, plugin.log_rate.clone());
         // The engine the plugin was compiled for (see `sandbox::Engines`).
         let mut store = store(plugin.pre.engine(), log, limits, Some(state));
         let host_wait = store.data().host_wait.clone();
@@ -80,18 +77,12 @@ impl GuestCall {
             Some(Err(err)) => GuestResult::Failed(describe_failure(&err, store.data(), limits)),
             Some(Ok(returned)) => GuestResult::Returned(returned),
         };
-        let data = store.data_mut();
-        let (effects, asked_outside) = data
+        let (effects, asked_outside) = store
+            .data_mut()
             .call
             .take()
             .map(|c| (c.effects, c.asked_outside))
             .unwrap_or_default();
-        // A run refused its child is run again, which logs what it has to say.
-        if asked_outside {
-            data.log.discard();
-        } else {
-            data.log.release();
-        }
         GuestReport {
             result,
             effects,

@@ -71,9 +71,6 @@ pub struct CallLog {
     /// Lines and bytes dropped after this call used up its caps, said once when it ends.
     dropped_lines: usize,
     dropped_bytes: usize,
-    /// The records of a call whose run may not count ([`CallLog::hold`]), already cut: at most
-    /// the call's caps.
-    held: Option<Vec<(Level, String)>>,
 }
 
 /// The part of a message that fits, escaped, and what was left out.
@@ -97,29 +94,6 @@ impl CallLog {
             bytes_left: MAX_LOG_BYTES_PER_CALL,
             dropped_lines: 0,
             dropped_bytes: 0,
-            held: None,
-        }
-    }
-
-    /// Keeps the call's records until [`CallLog::release`] writes them or [`CallLog::discard`]
-    /// drops them: for a call run before its model call is journaled, which runs again when it
-    /// asks for a child, so that what it logged is written once, by the run that counts.
-    pub fn hold(&mut self) {
-        self.held = Some(Vec::new());
-    }
-
-    /// Writes the records held so far.
-    pub fn release(&mut self) {
-        for (level, text) in self.held.take().unwrap_or_default() {
-            emit(&self.plugin, level, &text);
-        }
-    }
-
-    /// Drops the records held and what was counted as dropped: the run does not count.
-    pub fn discard(&mut self) {
-        if self.held.take().is_some() {
-            self.dropped_lines = 0;
-            self.dropped_bytes = 0;
         }
     }
 
@@ -171,27 +145,19 @@ impl CallLog {
         } else {
             cut.text
         };
-        match &mut self.held {
-            Some(held) => held.push((level, text)),
-            None => emit(&self.plugin, level, &text),
+        let plugin = self.plugin.as_str();
+        match level {
+            Level::Debug => tracing::debug!(plugin = %plugin, "{text}"),
+            Level::Info => tracing::info!(plugin = %plugin, "{text}"),
+            Level::Warn => tracing::warn!(plugin = %plugin, "{text}"),
+            Level::Error => tracing::error!(plugin = %plugin, "{text}"),
         }
-    }
-}
-
-/// Writes one record of `plugin` (its escaped name): `text` is escaped and cut already.
-fn emit(plugin: &str, level: Level, text: &str) {
-    match level {
-        Level::Debug => tracing::debug!(plugin = %plugin, "{text}"),
-        Level::Info => tracing::info!(plugin = %plugin, "{text}"),
-        Level::Warn => tracing::warn!(plugin = %plugin, "{text}"),
-        Level::Error => tracing::error!(plugin = %plugin, "{text}"),
     }
 }
 
 impl Drop for CallLog {
     /// Says once, when the call is over, how much it tried to log past its caps.
     fn drop(&mut self) {
-        self.release();
         if self.dropped_lines > 0 {
             tracing::warn!(
                 plugin = %self.plugin,
@@ -281,38 +247,6 @@ mod tests {
             [
                 " INFO done\\n2030-01-01T00:00:00Z  INFO tiny_harness: admin logged in\\u{1b}[2K plugin=p.wasm"
             ]
-        );
-    }
-
-    #[test]
-    fn a_held_log_writes_its_records_once_released_and_nothing_once_discarded() {
-        let records = logged(|| {
-            let mut kept = CallLog::new("kept.wasm", Arc::default());
-            kept.hold();
-            kept.write(Level::Info, "planned");
-            kept.write(Level::Warn, "twice");
-            CallLog::new("other.wasm", Arc::default()).write(Level::Info, "meanwhile");
-            kept.release();
-            let mut refused = CallLog::new("refused.wasm", Arc::default());
-            refused.hold();
-            refused.write(Level::Info, "asked for a child");
-            refused.write(Level::Info, &"over\n".repeat(MAX_LOG_LINES_PER_CALL + 1));
-            refused.discard();
-            drop(refused);
-            let mut ended = CallLog::new("ended.wasm", Arc::default());
-            ended.hold();
-            ended.write(Level::Info, "ended before release");
-        });
-        assert_eq!(
-            records,
-            [
-                " INFO meanwhile plugin=other.wasm",
-                " INFO planned plugin=kept.wasm",
-                " WARN twice plugin=kept.wasm",
-                " INFO ended before release plugin=ended.wasm",
-            ],
-            "held records come out when released, in order; discarded ones (and what they \
-             dropped) never; a log dropped while held writes what it held"
         );
     }
 
