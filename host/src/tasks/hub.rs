@@ -15,8 +15,8 @@ use crate::store::{Store, StoreError, Tx};
 /// The outcome of [`TaskHub::change`].
 #[derive(Debug)]
 pub enum Change<T> {
-    /// The change landed; here is the task as it now is (shared with the hub's live records:
-    /// no copy made) and what the closure returned.
+    /// The change landed; here is the task as it now is (the same allocation the hub's live
+    /// records keep, where they are kept: no copy made) and what the closure returned.
     Applied(Arc<TaskRecord>, T),
     /// The task had already reached a terminal state; nothing was written.
     Terminal(Arc<TaskRecord>),
