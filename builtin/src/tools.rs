@@ -66,6 +66,18 @@ pub fn definitions() -> Vec<ToolDefinition> {
             ),
         ),
         tool(
+            "message_subtask",
+            "Send a message to one of this task's open sub-tasks, such as the answer to a question it asked. The sub-task goes on with it; its result still comes back to this task.",
+            object(
+                json!({
+                    "task_id": {"type": "string", "minLength": 1, "description": "The sub-task's id, as listed under sub-tasks in <task>."},
+                    "agent": {"type": ["string", "null"], "description": "The agent the sub-task runs on, as listed under sub-tasks in <task>; needed when two sub-tasks share an id."},
+                    "text": {"type": "string", "minLength": 1, "description": "The message: everything the sub-task needs, since it cannot see this task."}
+                }),
+                &["task_id", "text"],
+            ),
+        ),
+        tool(
             "ask_participant",
             "Ask one of the task's participants a question and wait for the answer. The task pauses (input required) until they reply.",
             object(
@@ -174,6 +186,17 @@ pub fn invoke(name: &str, arguments: &str) -> Result<String, ToolError> {
             let child = host::spawn_subtask(&brief)?;
             Ok(format!(
                 "sub-task {} created on {}; its result will come back to this task",
+                child.task_id, child.agent
+            ))
+        }
+        "message_subtask" => {
+            let child = host::message_subtask(
+                &text(&args, "task_id"),
+                optional_text(&args, "agent").as_deref(),
+                &text(&args, "text"),
+            )?;
+            Ok(format!(
+                "message sent to sub-task {} on {}; its result will come back to this task",
                 child.task_id, child.agent
             ))
         }

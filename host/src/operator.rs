@@ -89,8 +89,10 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
     let _ = writeln!(out, "task budget:   {budget}");
     let _ = writeln!(
         out,
-        "sub-tasks:     max depth {}, deadline {} s, agent unreachable after {} s",
+        "sub-tasks:     max depth {}, at most {} per task and {} open at once, deadline {} s, agent unreachable after {} s",
         config.limits.max_subtask_depth,
+        config.limits.max_children_per_task,
+        config.limits.max_parallel_children,
         config.limits.subtask_deadline_secs,
         config.limits.subtask_unreachable_secs
     );

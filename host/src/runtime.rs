@@ -340,6 +340,8 @@ fn child_settings(
         tokens,
         participant_id: own_card(&config.card, &config.server.effective_base_url()).name,
         max_depth: config.limits.max_subtask_depth,
+        max_children: config.limits.max_children_per_task,
+        max_parallel: config.limits.max_parallel_children,
         models: model_names(config),
         unreachable_after: std::time::Duration::from_secs(config.limits.subtask_unreachable_secs),
         deadline: std::time::Duration::from_secs(config.limits.subtask_deadline_secs),

@@ -322,6 +322,7 @@ async fn the_static_prefix_is_byte_identical_across_turns_and_tasks() {
             "create_task_for_participant",
             "list_skills",
             "load_skill",
+            "message_subtask",
             "set_participant_role",
             "spawn_subtask",
             "unload_skill"
@@ -713,6 +714,7 @@ impl Model for LinksSubtask {
                     agent: None,
                     state: Some("TASK_STATE_WORKING".into()),
                     deadline: None,
+                    ..Default::default()
                 });
             Ok(())
         })

@@ -178,6 +178,7 @@ async fn the_builtin_alone_gives_the_default_prompt_and_the_intrinsic_tools() {
             "create_task_for_participant",
             "list_skills",
             "load_skill",
+            "message_subtask",
             "set_participant_role",
             "spawn_subtask",
             "unload_skill"

@@ -67,6 +67,14 @@ pub(super) fn max_subtask_depth() -> u32 {
     4
 }
 
+pub(super) fn max_children_per_task() -> u32 {
+    32
+}
+
+pub(super) fn max_parallel_children() -> u32 {
+    8
+}
+
 pub(super) fn subtask_unreachable_secs() -> u64 {
     300
 }

@@ -294,6 +294,14 @@ pub struct LimitsConfig {
     /// absent.
     #[serde(default)]
     pub task_token_budget: Option<u64>,
+    /// Sub-tasks one task may create in all, so that a model that keeps delegating cannot
+    /// fan out without end.
+    #[serde(default = "defaults::max_children_per_task")]
+    pub max_children_per_task: u32,
+    /// Sub-tasks of one task that may be open at once: each holds a follower, connections on
+    /// its agent, and a share of the task's token budget.
+    #[serde(default = "defaults::max_parallel_children")]
+    pub max_parallel_children: u32,
 }
 
 impl Default for LimitsConfig {
@@ -304,6 +312,8 @@ impl Default for LimitsConfig {
             subtask_unreachable_secs: defaults::subtask_unreachable_secs(),
             subtask_deadline_secs: defaults::subtask_deadline_secs(),
             task_token_budget: None,
+            max_children_per_task: defaults::max_children_per_task(),
+            max_parallel_children: defaults::max_parallel_children(),
         }
     }
 }

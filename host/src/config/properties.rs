@@ -81,6 +81,8 @@ const SECTIONS: [Section; 12] = [
         &[
             ("max_turns", Count),
             ("max_subtask_depth", Count),
+            ("max_children_per_task", Count),
+            ("max_parallel_children", Count),
             ("subtask_unreachable_secs", Count),
         ],
     ),

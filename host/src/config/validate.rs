@@ -243,6 +243,26 @@ fn validate_limits(config: &Config) -> Result<(), ConfigError> {
             "must be at least 1 (a task's own sub-tasks are depth 1)",
         ));
     }
+    for (setting, value) in [
+        ("limits.max_children_per_task", limits.max_children_per_task),
+        ("limits.max_parallel_children", limits.max_parallel_children),
+    ] {
+        if value == 0 {
+            return Err(ConfigError::invalid(
+                setting,
+                "must be at least 1; to keep a task from delegating, leave agents out and use a plugin without spawn_subtask",
+            ));
+        }
+    }
+    if limits.max_parallel_children > limits.max_children_per_task {
+        return Err(ConfigError::invalid(
+            "limits.max_parallel_children",
+            format!(
+                "must not be more than limits.max_children_per_task ({})",
+                limits.max_children_per_task
+            ),
+        ));
+    }
     if limits.subtask_unreachable_secs == 0 {
         return Err(ConfigError::invalid(
             "limits.subtask_unreachable_secs",

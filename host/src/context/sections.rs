@@ -90,7 +90,7 @@ pub fn render_task(record: &TaskRecord) -> String {
     if !ext.sub_tasks.is_empty() {
         lines.push("sub-tasks:".to_string());
         for link in &ext.sub_tasks {
-            let agent = link.agent.as_ref().map(|a| a.id.as_str()).unwrap_or("self");
+            let agent = link.agent_id();
             let state = link
                 .state
                 .as_deref()
@@ -191,6 +191,7 @@ mod tests {
             }),
             state: state.map(str::to_string),
             deadline: None,
+            ..TaskLink::default()
         };
         ext.sub_tasks = vec![
             link("c-1", "ledger", Some("TASK_STATE_COMPLETED")),

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 
 use super::children::{Children, SpawnRequest};
 use super::effects::{self, StepRequest};
-use super::tools::{ChildRequest, Effect, EffectPort, ToolError};
+use super::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolError};
 use crate::agents::{Registry, SELF_ID, UnknownAgent};
 use crate::skills::{Catalog, loading};
 use crate::tasks::extension::{Lifecycle, TaskLink};
@@ -134,6 +134,16 @@ impl EffectPort for HostEffects {
                 message_id: request.message_id,
             })
             .await
+    }
+
+    async fn message_child(&self, request: ChildMessage) -> Result<TaskLink, ToolError> {
+        let Some(children) = &self.children else {
+            return Err(ToolError::new(
+                "tool.unavailable",
+                "sub-tasks are not available where this tool runs",
+            ));
+        };
+        children.message(&request).await
     }
 
     fn list_skills(&self) -> Vec<String> {

@@ -140,7 +140,12 @@ pub(super) async fn drain(
                 tx.append_message(&id, &message)?;
             }
             for link in added {
-                if !rec.ext.sub_tasks.iter().any(|l| l.task_id == link.task_id) {
+                if !rec
+                    .ext
+                    .sub_tasks
+                    .iter()
+                    .any(|l| l.is(link.agent_id(), &link.task_id))
+                {
                     rec.ext.sub_tasks.push(link);
                 }
             }

@@ -83,6 +83,9 @@ pub struct Replay {
     /// The tokens every recorded model call used (turns and summaries), as the providers
     /// reported them: what a token budget is checked against, the same after a restart.
     pub usage: Usage,
+    /// The tokens the last model call used: what the next one is expected to cost at least,
+    /// as a task's history only grows between compactions.
+    pub last_call: Usage,
     /// The skills loaded on the task, sorted by name: the recorded tool results' effects, folded.
     skills: Vec<String>,
     /// The newest message this loop drained: its sequence number and, when a participant sent
@@ -165,6 +168,7 @@ impl Replay {
             JournalEntry::ModelCall { reply } => {
                 self.turn_calls += 1;
                 self.usage = self.usage.plus(reply.usage);
+                self.last_call = reply.usage;
                 self.pending = reply.tool_calls.clone();
                 self.final_reply = reply.tool_calls.is_empty().then(|| reply.text.clone());
                 self.push(HistoryItem::Reply {

@@ -138,6 +138,19 @@ pub struct ChildRequest {
     pub message_id: String,
 }
 
+/// A message for an open child, from its parent's tool call (`message_subtask`).
+#[derive(Debug, Clone)]
+pub struct ChildMessage {
+    pub parent: TaskRecord,
+    /// The child's task id, as its agent named it.
+    pub task_id: String,
+    /// The child's agent; `None` when the task id alone names one of the parent's children.
+    pub agent: Option<String>,
+    pub text: String,
+    /// Chosen from the parent's journal, so the same call sends the same id after a restart.
+    pub message_id: String,
+}
+
 /// The port through which a tool asks for effects on the task whose call is in flight: plans and
 /// steps, questions to participants, roles, children, skills. The engine implements it
 /// ([`super::effects::HostEffects`]) and checks every request against the task as it is; the
@@ -182,6 +195,8 @@ pub trait EffectPort: Send + Sync {
     fn resolve_agent(&self, agent: Option<&str>) -> Result<String, ToolError>;
     /// Creates the child on its agent; the sub-task row for the parent.
     async fn spawn_child(&self, request: ChildRequest) -> Result<TaskLink, ToolError>;
+    /// Sends a message on an open child's task on its agent; the child's row.
+    async fn message_child(&self, request: ChildMessage) -> Result<TaskLink, ToolError>;
     /// The skills index as `name: description` lines.
     fn list_skills(&self) -> Vec<String>;
     /// Loads a skill on a task that has `loaded` (pending effects included): its body, and the

@@ -234,7 +234,8 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         _ => {}
     }
     let token_budget = Budget::of(&record, shared.settings.task_token_budget);
-    if let Some(reason) = token_budget.and_then(|b| b.exceeded_by(&replay.usage)) {
+    let held = budget::held_by_children(&record);
+    if let Some(reason) = token_budget.and_then(|b| b.exceeded_by(&replay.usage, held)) {
         // Checked before the reply's tool calls run as well as before the next model call: a
         // task past its budget starts nothing more, sub-tasks included.
         fail(hub, id, &reason).await?;
@@ -329,14 +330,19 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         &input,
     );
     let limit = budget(settings.turn_budget_tokens, model.context_window());
-    if is_over(
-        estimate_tokens(&request),
-        limit,
-        settings.compaction_fraction,
-    ) && let Some(cut) = split_point(replay.live_history())
+    let estimate = estimate_tokens(&request);
+    if is_over(estimate, limit, settings.compaction_fraction)
+        && let Some(cut) = split_point(replay.live_history())
     {
         compact(shared, &*model, effort, id, replay, cut).await?;
         return Ok(Step::Continue);
+    }
+    // A call is expected to cost at least the request's estimate, and at least what the last
+    // one did: stopping before it keeps a tree within its root's budget.
+    let next = (estimate as u64).max(replay.last_call.total());
+    if let Some(reason) = token_budget.and_then(|b| b.next_call_over(&replay.usage, held, next)) {
+        fail(hub, id, &reason).await?;
+        return Ok(Step::Stop);
     }
     let message_id = newest_inbound_id(hub, id, replay)?;
     let turn = TurnContext {
@@ -413,8 +419,9 @@ async fn first_call_in_process(
     let Some(record) = shared.hub.task_for_loop(id)? else {
         return Ok(None);
     };
+    let held = budget::held_by_children(&record);
     let over_budget = Budget::of(&record, shared.settings.task_token_budget)
-        .is_some_and(|b| b.exceeded_by(&usage).is_some());
+        .is_some_and(|b| b.exceeded_by(&usage, held).is_some());
     if record.state().is_terminal() || over_budget {
         return Ok(None);
     }
@@ -604,7 +611,7 @@ fn apply_effects(
                     .ext
                     .sub_tasks
                     .iter()
-                    .any(|l| l.task_id == link.task_id)
+                    .any(|l| l.is(link.agent_id(), &link.task_id))
                 {
                     record.ext.sub_tasks.push(link.clone());
                 }

@@ -15,7 +15,7 @@ use super::sandbox::StoreData;
 use crate::agents::SELF_ID;
 use crate::engine::children::brief::ChildBrief;
 use crate::engine::effects::StepRequest;
-use crate::engine::tools::{ChildRequest, Effect, EffectPort, ToolError};
+use crate::engine::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolError};
 use crate::tasks::extension::{Lifecycle, Role};
 use crate::tasks::record::TaskRecord;
 
@@ -35,7 +35,7 @@ pub struct CallState {
     /// The runtime that asked for the call (the engine's): where the host's own network work
     /// runs. `None` outside a runtime, where no child can be created.
     pub host: Option<Handle>,
-    /// Children created so far in this call.
+    /// Messages sent to agents so far in this call (children created, messages to children).
     pub spawned: usize,
     /// The `model` argument of the call in flight, as the model wrote it (already validated
     /// against the tool's schema): the model a sub-task on this harness is asked to run on. It
@@ -55,8 +55,9 @@ pub struct CallState {
 }
 
 impl CallState {
-    /// The message id that creates the call's next child: the same after a restart replays
-    /// the call, so the agent finds the child it already made rather than making another.
+    /// The message id of the call's next message to an agent (one that creates a child, or one
+    /// to a child): the same after a restart replays the call, so the agent finds the child it
+    /// already made rather than making another.
     fn next_message_id(&mut self) -> String {
         use sha2::{Digest, Sha256};
         let n = self.spawned;
@@ -264,6 +265,55 @@ impl host::Host for StoreData {
         };
         let (agent, child, step) = request;
         self.create_child(agent, child, step).await
+    }
+
+    async fn message_subtask(
+        &mut self,
+        task_id: String,
+        agent: Option<String>,
+        text: String,
+    ) -> Result<SubtaskRef, WitToolError> {
+        let (request, host, port) = {
+            let call = self.in_call()?;
+            if call.in_process_only {
+                call.asked_outside = true;
+                return Err(wit_error(
+                    "host.not_yet",
+                    "a message to a sub-task cannot be sent before the call is recorded; the \
+                     harness runs the call again",
+                ));
+            }
+            let request = ChildMessage {
+                parent: call.record.clone(),
+                task_id,
+                agent,
+                text,
+                message_id: call.next_message_id(),
+            };
+            (request, call.host.clone(), call.port.clone())
+        };
+        let Some(host) = host else {
+            return Err(wit_error(
+                "subtask.unavailable",
+                "sub-tasks cannot be reached where this tool runs",
+            ));
+        };
+        let link = {
+            let _waiting = self.host_wait.begin();
+            AbortOnDropHandle::new(host.spawn(async move { port.message_child(request).await }))
+                .await
+                .map_err(|_| {
+                    wit_error(
+                        "subtask.unavailable",
+                        "the harness is stopping; the message was not sent",
+                    )
+                })?
+                .map_err(to_wit)?
+        };
+        Ok(SubtaskRef {
+            agent: link.agent_id().to_string(),
+            task_id: link.task_id,
+        })
     }
 
     async fn create_task_for_participant(

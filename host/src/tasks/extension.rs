@@ -86,7 +86,7 @@ pub struct AgentRef {
 }
 
 /// A link to a parent or child task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TaskLink {
     pub task_id: String,
@@ -99,6 +99,31 @@ pub struct TaskLink {
     /// `limits.subtask_deadline_secs`. Kept with the row so that a restart keeps the deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
+    /// The tokens the parent set aside for this child out of its own budget (absent when the
+    /// parent has none): carved from what the parent had left, so its children together never
+    /// hold more than it had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<u64>,
+    /// The tokens the child reported using, as its agent last said (absent until it says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent: Option<u64>,
+}
+
+impl TaskLink {
+    /// The id of the agent the linked task runs on: `self` when the link names none (a row
+    /// written before every sub-task row named its agent reads as a child on this harness).
+    pub fn agent_id(&self) -> &str {
+        self.agent
+            .as_ref()
+            .map(|a| a.id.as_str())
+            .unwrap_or(crate::config::SELF_AGENT_ID)
+    }
+
+    /// Whether this link is the task `task_id` on `agent`. A child is known by both: agents
+    /// number their tasks as they please, so two of them may both have a `task-1`.
+    pub fn is(&self, agent: &str, task_id: &str) -> bool {
+        self.task_id == task_id && self.agent_id() == agent
+    }
 }
 
 /// Where a plan step stands.
@@ -237,6 +262,31 @@ impl TaskExtension {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_child_is_known_by_its_agent_and_its_id_and_an_older_row_reads_as_one_on_self() {
+        let on = |agent: &str| -> TaskLink {
+            serde_json::from_value(
+                json!({"task_id": "task-1", "agent": {"kind": "agent", "id": agent}}),
+            )
+            .unwrap()
+        };
+        assert!(on("a").is("a", "task-1"));
+        assert!(
+            !on("a").is("b", "task-1"),
+            "another agent's task-1 is another child"
+        );
+        assert!(!on("a").is("a", "task-2"));
+        // Rows written before every row named its agent.
+        let older: TaskLink = serde_json::from_value(json!({"task_id": "task-1"})).unwrap();
+        assert_eq!(older.agent_id(), "self");
+        assert!(older.is("self", "task-1"));
+        assert_eq!(
+            serde_json::to_value(&older).unwrap(),
+            json!({"task_id": "task-1", "agent": null}),
+            "reservation and spending appear only when there are some"
+        );
+    }
 
     #[test]
     fn text_brief_names_the_task_after_its_first_line_cut_to_sixty_characters() {

@@ -200,17 +200,18 @@ impl TaskHub {
     }
 
     /// Records where a child of a terminal task ended: sets the state of the task's sub-task row
-    /// `child`, when the row is not terminal yet. This is the one write a terminal task takes,
+    /// for `child` on `agent`, when the row is not terminal yet. This is the one write a terminal task takes,
     /// so that a canceled or failed parent still says how each child it canceled ended; its
     /// status, history, artifacts and journal never change, and nothing is announced. Returns
     /// whether the row changed. On a task still running, use [`TaskHub::change`].
     pub async fn settle_subtask_row(
         &self,
         task_id: &str,
+        agent: &str,
         child: &str,
         state: TaskState,
     ) -> Result<bool, StoreError> {
-        let (task_id, child) = (task_id.to_string(), child.to_string());
+        let (task_id, agent, child) = (task_id.to_string(), agent.to_string(), child.to_string());
         self.store
             .write_queued(move |tx| {
                 let Some(mut record) = tx.task(&task_id)? else {
@@ -219,7 +220,12 @@ impl TaskHub {
                 if !record.state().is_terminal() {
                     return Ok(false);
                 }
-                let Some(at) = record.ext.sub_tasks.iter().position(|l| l.task_id == child) else {
+                let Some(at) = record
+                    .ext
+                    .sub_tasks
+                    .iter()
+                    .position(|l| l.is(&agent, &child))
+                else {
                     return Ok(false);
                 };
                 let known = record.ext.sub_tasks[at]

@@ -35,7 +35,7 @@ pub fn check(
     if budget == Some(0) {
         return Err(ToolError::new(
             BUDGET_SPENT_CODE,
-            "this task has used its whole token budget and has none to give a sub-task",
+            "this task has used or set aside its whole token budget and has none to give a sub-task",
         ));
     }
     Ok(())
@@ -69,7 +69,7 @@ mod tests {
         );
         assert_eq!(
             text(check(&models(), "self", None, Some(0))),
-            "[budget.spent] this task has used its whole token budget and has none to give a sub-task"
+            "[budget.spent] this task has used or set aside its whole token budget and has none to give a sub-task"
         );
     }
 }

@@ -227,6 +227,7 @@ async fn fail(children: &Children, parent: &str, child: &str, agent: &str, reaso
     let news = ChildNews {
         state: TaskState::Failed,
         note: Some(note_text(child, agent, TaskState::Failed, reason)),
+        spent: None,
     };
     children.report(parent, child, agent, &news).await;
 }

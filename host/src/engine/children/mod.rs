@@ -7,6 +7,7 @@ pub mod brief;
 pub mod choice;
 mod deadline;
 mod follower;
+mod message;
 pub mod report;
 
 use std::collections::HashMap;
@@ -38,6 +39,9 @@ const MAX_DEPTH_WALK: u32 = 64;
 /// The longest task id an agent may give a child: a UUID is 36 characters, and an id far
 /// longer is no id but a way to fill the parent's context and logs.
 const MAX_CHILD_TASK_ID_CHARS: usize = 256;
+/// The code of a sub-task refused by `limits.max_children_per_task` or
+/// `limits.max_parallel_children`.
+pub const FAN_OUT_CODE: &str = "subtask.limit";
 /// How long cancelling one child may take before the parent gives up on it (and logs it).
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -53,6 +57,10 @@ pub struct ChildSettings {
     pub participant_id: String,
     /// `[limits] max_subtask_depth`.
     pub max_depth: u32,
+    /// `[limits] max_children_per_task`: sub-tasks one task may create in all.
+    pub max_children: u32,
+    /// `[limits] max_parallel_children`: sub-tasks of one task open at once.
+    pub max_parallel: u32,
     /// The names of `[models.*]`: the models a child on this harness may be asked to run on.
     pub models: Vec<String>,
     /// `[limits] subtask_unreachable_secs`: how long a child's agent may stay unreachable
@@ -85,8 +93,9 @@ pub struct Children {
     /// Where a parent with news is woken: the engine reads the other end.
     wakes: WakeSender,
     clients: Mutex<HashMap<String, Arc<A2aClient>>>,
-    /// One follower per open child, by child task id.
-    followers: Mutex<HashMap<String, CancellationToken>>,
+    /// One follower per open child, by its parent, agent and task id: agents number their tasks
+    /// as they please, so a task id alone may name two children (of one parent, or of two).
+    followers: Mutex<HashMap<ChildKey, CancellationToken>>,
     /// Masks the tokens this harness sends (its own secret, the agents' tokens) in whatever an
     /// agent says back, so that an agent echoing one cannot pass it through the model.
     redactor: Redactor,
@@ -129,8 +138,11 @@ impl Children {
 
     /// Creates the child with an A2A `SendMessage` to its agent and returns the sub-task row
     /// for the parent. Fails, creating nothing and contacting nothing, for an unknown agent, a
-    /// parent already at `limits.max_subtask_depth`, a model this harness does not have (or any
-    /// model for another agent), or a parent with no token budget left to give a child here.
+    /// parent already at `limits.max_subtask_depth`, `limits.max_children_per_task` or
+    /// `limits.max_parallel_children`, a model this harness does not have (or any model for
+    /// another agent), or a parent with no token budget left to give a child. A parent with a
+    /// budget sets a share of what it has free aside for the child (`budget::reservation`),
+    /// kept on the row; a child on this harness is given it as its own budget.
     pub async fn spawn(&self, request: SpawnRequest<'_>) -> Result<TaskLink, ToolError> {
         let agent = self
             .registry
@@ -146,15 +158,17 @@ impl Children {
                 ),
             ));
         }
+        self.check_fan_out(request.parent)?;
         let agent_id = agent.id.clone();
         let own = agent_id == SELF_ID;
-        let budget = own.then(|| budget::remaining(request.parent)).flatten();
+        let reserved = budget::reservation(request.parent);
         choice::check(
             &self.settings.models,
             &agent_id,
             request.brief.model.as_deref(),
-            budget,
+            reserved,
         )?;
+        let budget = own.then_some(reserved).flatten();
         let client = self.client(&agent_id)?;
         let delivery = Delivery {
             envelope: agent
@@ -208,6 +222,8 @@ impl Children {
                     // reports a child that ended (or asks) at once like any other.
                     state: None,
                     deadline: Some(deadline::from_now(self.settings.deadline)),
+                    reserved,
+                    spent: None,
                 })
             }
             SendMessageResponse::Message(message) => Err(ToolError::new(
@@ -225,24 +241,52 @@ impl Children {
         }
     }
 
+    /// Refuses a child past `limits.max_children_per_task` (every row counts) or
+    /// `limits.max_parallel_children` (open rows).
+    fn check_fan_out(&self, parent: &TaskRecord) -> Result<(), ToolError> {
+        let made = parent.ext.sub_tasks.len();
+        if made >= self.settings.max_children as usize {
+            return Err(ToolError::new(
+                FAN_OUT_CODE,
+                format!(
+                    "this task has created {made} sub-tasks, as many as limits.max_children_per_task ({}) allows: do the rest of the work in this task",
+                    self.settings.max_children
+                ),
+            ));
+        }
+        let open = parent
+            .ext
+            .sub_tasks
+            .iter()
+            .filter(|l| !is_closed(l))
+            .count();
+        if open >= self.settings.max_parallel as usize {
+            return Err(ToolError::new(
+                FAN_OUT_CODE,
+                format!(
+                    "this task has {open} sub-tasks open, as many as limits.max_parallel_children ({}) allows: wait for one to end before creating another",
+                    self.settings.max_parallel
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Starts the stand-in follower of a child, unless one runs already.
     pub fn follow(self: &Arc<Self>, parent: &str, link: &TaskLink) {
         let known = link.state.as_deref().and_then(TaskState::from_wire);
         if known.is_some_and(TaskState::is_terminal) || self.stop.is_cancelled() {
             return;
         }
-        let agent = link
-            .agent
-            .as_ref()
-            .map(|a| a.id.clone())
-            .unwrap_or_else(|| SELF_ID.to_string());
+        let agent = link.agent_id().to_string();
+        let key = ChildKey::new(parent, &agent, &link.task_id);
         let stop = self.stop.child_token();
         {
             let mut followers = lock(&self.followers);
-            if followers.contains_key(&link.task_id) {
+            if followers.contains_key(&key) {
                 return;
             }
-            followers.insert(link.task_id.clone(), stop.clone());
+            followers.insert(key.clone(), stop.clone());
         }
         let children = self.clone();
         let parent = parent.to_string();
@@ -252,7 +296,7 @@ impl Children {
             deadline::remaining(link.deadline.as_deref()).unwrap_or(self.settings.deadline);
         self.tracker.spawn(async move {
             follower::run(&children, &parent, &child, &agent, remaining, stop).await;
-            lock(&children.followers).remove(&child);
+            lock(&children.followers).remove(&key);
         });
     }
 
@@ -307,14 +351,11 @@ impl Children {
         };
         let mut open = Vec::new();
         for link in record.ext.sub_tasks.iter().filter(|l| !is_closed(l)) {
-            if let Some(token) = lock(&self.followers).remove(&link.task_id) {
+            let agent = link.agent_id().to_string();
+            let key = ChildKey::new(parent, &agent, &link.task_id);
+            if let Some(token) = lock(&self.followers).remove(&key) {
                 token.cancel();
             }
-            let agent = link
-                .agent
-                .as_ref()
-                .map(|a| a.id.clone())
-                .unwrap_or_else(|| SELF_ID.to_string());
             open.push((link.task_id.clone(), agent));
         }
         open
@@ -332,8 +373,8 @@ impl Children {
             Ok(Ok(task)) => {
                 tracing::info!(%parent, %child, %agent, state = task.status.state.short_name(), "sub-task canceled with its parent");
                 let news = ChildNews {
-                    state: task.status.state,
                     note: None,
+                    ..report::news_of(&task, agent)
                 };
                 if let Err(err) = report::record(&self.hub, parent, child, agent, &news).await {
                     tracing::error!(%parent, %child, "cannot record the sub-task's state: {err}");
@@ -362,6 +403,7 @@ impl Children {
                 .note
                 .as_deref()
                 .map(|note| self.redactor.mask_only(note)),
+            spent: news.spent,
         };
         match report::record(&self.hub, parent, child, agent, &news).await {
             Ok(true) => self.wakes.wake(parent),
@@ -429,6 +471,24 @@ impl Children {
     }
 }
 
+/// A child as this harness knows it: its parent, its agent and the id its agent gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ChildKey {
+    parent: String,
+    agent: String,
+    task_id: String,
+}
+
+impl ChildKey {
+    fn new(parent: &str, agent: &str, task_id: &str) -> ChildKey {
+        ChildKey {
+            parent: parent.to_string(),
+            agent: agent.to_string(),
+            task_id: task_id.to_string(),
+        }
+    }
+}
+
 impl ChildSettings {
     /// The id the agent knows this harness by: `self` on itself, the participant id elsewhere.
     fn participant_id_for(&self, agent: &str) -> String {
@@ -487,7 +547,14 @@ fn is_closed(link: &TaskLink) -> bool {
 pub fn depth_of(store: &Store, record: &TaskRecord) -> u32 {
     let mut depth = 0;
     let mut current = record.clone();
-    while let Some(link) = current.ext.parent_tasks.first() {
+    // Only a parent on this harness is walked: a link to a parent on another agent names that
+    // agent's task, whose id may be any local task's too.
+    while let Some(link) = current
+        .ext
+        .parent_tasks
+        .first()
+        .filter(|link| link.agent_id() == SELF_ID)
+    {
         depth += 1;
         if depth >= MAX_DEPTH_WALK {
             break;

@@ -22,6 +22,9 @@ pub struct ChildNews {
     pub state: TaskState,
     /// What the parent's model reads, when the change needs it (an answer, a question).
     pub note: Option<String>,
+    /// The tokens the child says it has used (its task extension's `usage`), when it says:
+    /// what it is charged against its parent's budget.
+    pub spent: Option<u64>,
 }
 
 /// `Sub-task {id} on {agent} is {STATE}: {text}`, the text cut at [`MAX_ANSWER_CHARS`].
@@ -76,16 +79,31 @@ pub fn news_of(task: &Task, agent: &str) -> ChildNews {
         && !is_participant_task(task);
     let note = (state.is_terminal() || waits_on_parent)
         .then(|| note_text(&task.id, agent, state, &answer_of(task)));
-    ChildNews { state, note }
+    ChildNews {
+        state,
+        note,
+        spent: spent_by(task),
+    }
 }
 
 fn is_participant_task(task: &Task) -> bool {
+    extension_field(task, "lifecycle").and_then(Value::as_str) == Some("participant")
+}
+
+/// The tokens the child's task extension says it used: its `usage`, input and output. An
+/// agent's word like any other: a value that is no count of tokens is not taken.
+fn spent_by(task: &Task) -> Option<u64> {
+    let usage = extension_field(task, "usage")?;
+    let input = usage.get("input_tokens")?.as_u64()?;
+    let output = usage.get("output_tokens")?.as_u64()?;
+    input.checked_add(output)
+}
+
+fn extension_field<'a>(task: &'a Task, key: &str) -> Option<&'a Value> {
     task.metadata
         .as_ref()
         .and_then(|m| m.get(METADATA_KEY))
-        .and_then(|ext| ext.get("lifecycle"))
-        .and_then(Value::as_str)
-        == Some("participant")
+        .and_then(|ext| ext.get(key))
 }
 
 /// Records the news on the parent through the hub, in one transaction: the sub-task row's state
@@ -100,16 +118,27 @@ pub async fn record(
     agent: &str,
     news: &ChildNews,
 ) -> Result<bool, StoreError> {
-    let child_id = child.to_string();
+    let (child_id, agent_id) = (child.to_string(), agent.to_string());
     let (child, agent, written) = (child.to_string(), agent.to_string(), news.clone());
     let change = hub
         .change(parent, move |record, tx| {
             let news = written;
-            let Some(link) = record.ext.sub_tasks.iter_mut().find(|l| l.task_id == child) else {
+            let Some(link) = record
+                .ext
+                .sub_tasks
+                .iter_mut()
+                .find(|l| l.is(&agent, &child))
+            else {
                 return Ok(false);
             };
             let known = link.state.as_deref().and_then(TaskState::from_wire);
-            if known.is_some_and(TaskState::is_terminal) || known == Some(news.state) {
+            if known.is_some_and(TaskState::is_terminal) {
+                return Ok(false);
+            }
+            if news.spent.is_some() {
+                link.spent = news.spent;
+            }
+            if known == Some(news.state) {
                 return Ok(false);
             }
             link.state = Some(news.state.wire_name().to_string());
@@ -137,7 +166,7 @@ pub async fn record(
     match change {
         Change::Applied(_, wrote_note) => Ok(wrote_note),
         Change::Terminal(_) => {
-            hub.settle_subtask_row(parent, &child_id, news.state)
+            hub.settle_subtask_row(parent, &agent_id, &child_id, news.state)
                 .await?;
             Ok(false)
         }

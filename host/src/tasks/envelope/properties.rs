@@ -237,6 +237,7 @@ fn valid_brief() -> BoxedStrategy<TaskExtension> {
                 }),
                 state: None,
                 deadline: None,
+                ..TaskLink::default()
             }
         });
     let criterion = (".{0,12}", any::<bool>()).prop_map(|(text, met)| Criterion { text, met });
