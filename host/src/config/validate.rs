@@ -426,6 +426,11 @@ mod tests {
     use crate::config::testing::error_of;
 
     #[test]
+    fn the_reserved_id_is_the_one_task_links_default_to() {
+        assert_eq!(super::SELF_AGENT_ID, crate::tasks::extension::SELF_AGENT);
+    }
+
+    #[test]
     fn an_empty_file_is_every_default() {
         let config = Config::parse("", Path::new("config.toml")).unwrap();
         assert_eq!(config.server.bind, "127.0.0.1:8080");

@@ -109,6 +109,11 @@ pub struct TaskLink {
     pub spent: Option<u64>,
 }
 
+/// The agent id of this harness itself, as a link names it: the same as the configuration's
+/// reserved id (`config::SELF_AGENT_ID`, checked by a test there), kept here so that task data
+/// imports nothing of the configuration.
+pub const SELF_AGENT: &str = "self";
+
 impl TaskLink {
     /// The id of the agent the linked task runs on: `self` when the link names none (a row
     /// written before every sub-task row named its agent reads as a child on this harness).
@@ -116,7 +121,7 @@ impl TaskLink {
         self.agent
             .as_ref()
             .map(|a| a.id.as_str())
-            .unwrap_or(crate::config::SELF_AGENT_ID)
+            .unwrap_or(SELF_AGENT)
     }
 
     /// Whether this link is the task `task_id` on `agent`. A child is known by both: agents
