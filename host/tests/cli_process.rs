@@ -319,6 +319,10 @@ fn context_prints_the_static_prefix_and_tool_definitions_as_the_model_receives_t
     let printed = String::from_utf8(output.stdout).unwrap();
     let golden = include_str!("golden/context.txt");
     if printed != golden && std::env::var_os("UPDATE_GOLDEN").is_some() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "UPDATE_GOLDEN is refused when CI is set: a golden file changes only in review"
+        );
         std::fs::write(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/context.txt"),
             &printed,

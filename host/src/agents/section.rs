@@ -153,10 +153,14 @@ mod tests {
     }
 
     /// Compares with `src/agents/golden/{name}`; `UPDATE_GOLDEN=1` rewrites the file instead,
-    /// for review in the diff.
+    /// for review in the diff. Refused under CI, where a rewrite would pass whatever changed.
     fn assert_golden(actual: &str, name: &str) {
         let path = format!("{}/src/agents/golden/{name}", env!("CARGO_MANIFEST_DIR"));
         if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "UPDATE_GOLDEN is refused when CI is set: a golden file changes only in review"
+            );
             std::fs::write(&path, format!("{actual}\n")).unwrap();
         }
         let expected = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path}: {err}"));
