@@ -254,6 +254,9 @@ impl Runtime {
             delegators: self.delegators.clone(),
             max_request_bytes: self.config.server.max_request_bytes,
             rate_limit_per_minute: self.config.server.rate_limit_per_minute,
+            stream_keep_alive: std::time::Duration::from_secs(
+                self.config.server.stream_keep_alive_secs,
+            ),
         };
         let trusted: Vec<&str> = self.delegators.configured_ids().collect();
         if !trusted.is_empty() {
