@@ -13,7 +13,8 @@ use tiny_harness::runtime::{Runtime, StartError, load_config};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Exit status for a configuration error, so scripts can tell it from a crash.
+/// Exit status for a configuration error, or a store another process holds, so scripts can tell
+/// it from a crash.
 const EXIT_CONFIG: u8 = 2;
 
 #[derive(Parser)]
@@ -81,6 +82,7 @@ fn main() -> ExitCode {
                         | StartError::Model(_)
                         | StartError::Plugin(_)
                         | StartError::Skill(_)
+                        | StartError::StoreInUse(_)
                 )
             }) || err
                 .downcast_ref::<tiny_harness::config::ConfigError>()

@@ -26,7 +26,7 @@ use crate::plugins::{
     PluginSkill, PromptContext, SkillSummary,
 };
 use crate::skills::{Catalog, SkillError};
-use crate::store::{Store, StoreError};
+use crate::store::{LockError, LockMode, Store, StoreError, StoreLock};
 use crate::tasks::creator::BriefRules;
 use crate::tasks::hub::TaskHub;
 use crate::tasks::{Delegators, Tasks};
@@ -40,6 +40,9 @@ pub enum StartError {
     Model(#[from] ModelBuildError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Another process holds the store (`store.path`): see [`crate::store::StoreLock`].
+    #[error(transparent)]
+    StoreInUse(#[from] LockError),
     #[error(transparent)]
     Plugin(#[from] PluginError),
     #[error(transparent)]
@@ -84,6 +87,9 @@ pub struct Runtime {
     /// Who may shape a new task's brief: `self` (this process's secret) and
     /// `[[server.trusted_delegators]]`.
     pub delegators: Arc<Delegators>,
+    /// This process's hold on `store.path`, kept until the runtime is dropped (after serving
+    /// has stopped and the engine with it).
+    _store_lock: StoreLock,
 }
 
 impl Runtime {
@@ -130,12 +136,16 @@ impl Runtime {
                 crate::model::unconfigured::NO_MODEL_EXPLANATION
             );
         }
-        // Bound first: the base URL (port 0 picks one) is what children on `self` are sent to
+        // Before anything else that touches the store or the address: a second process on the
+        // same store is told so, not that its port is taken.
+        let store_path = config.resolve(&config.store.path);
+        let store_lock = StoreLock::acquire(&store_path, lock_mode(config.engine.kind))?;
+        // Bound next: the base URL (port 0 picks one) is what children on `self` are sent to
         // and what the card says, so every part below is built knowing it.
         let listener = bind(&config.server.bind).await?;
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = base_url(&config, local);
-        let store = Arc::new(Store::open(&config.resolve(&config.store.path))?);
+        let store = Arc::new(Store::open(&store_path)?);
         let hub = Arc::new(match config.engine.kind {
             // Every loop of the store's tasks runs here: records may be kept between steps.
             EngineKind::Embedded => TaskHub::new(store.clone()),
@@ -200,6 +210,7 @@ impl Runtime {
             skills,
             children,
             delegators,
+            _store_lock: store_lock,
         })
     }
 
@@ -243,6 +254,9 @@ impl Runtime {
             delegators: self.delegators.clone(),
             max_request_bytes: self.config.server.max_request_bytes,
             rate_limit_per_minute: self.config.server.rate_limit_per_minute,
+            stream_keep_alive: std::time::Duration::from_secs(
+                self.config.server.stream_keep_alive_secs,
+            ),
         };
         let trusted: Vec<&str> = self.delegators.configured_ids().collect();
         if !trusted.is_empty() {
@@ -292,6 +306,15 @@ async fn start_engine(config: &Config, parts: EngineParts) -> Result<Arc<dyn Eng
             "engine.kind",
             "\"temporal\" needs a harness built with the cargo feature `temporal`",
         ))),
+    }
+}
+
+/// How this process holds its store: the embedded engine alone (it resumes and works every
+/// open task of the store), the Temporal engine's processes together (they share the work).
+fn lock_mode(kind: EngineKind) -> LockMode {
+    match kind {
+        EngineKind::Embedded => LockMode::Exclusive,
+        EngineKind::Temporal => LockMode::Shared,
     }
 }
 

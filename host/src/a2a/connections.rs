@@ -1,6 +1,7 @@
-//! Serving connections: the accept loop with its cap on open connections, and on each
-//! connection the header, body and idle timeouts (hyper enforces none of them by itself), the
-//! peer address handed to the routes, and graceful shutdown.
+//! Serving connections: the accept loop with its cap on open connections and each caller's
+//! share of them ([`crate::a2a::fair_share`]), and on each connection the header, body and idle
+//! timeouts (hyper enforces none of them by itself), the peer address and the connection's
+//! share handed to the routes, and graceful shutdown.
 //!
 //! hyper's own header timeout is not used: it also runs while a kept-alive connection waits for
 //! its next request, so it would close idle connections long before the idle timeout. Here a
@@ -31,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use crate::a2a::activity::{Activity, BodyTimedOut, InFlight, Stall, TimedBody, Tracked, Watched};
+use crate::a2a::fair_share::{CROWDED_HEAD_WAIT, ConnectionShare, Shares};
 use crate::config::ServerConfig;
 
 /// How long [`serve`], once shutdown is asked for, lets open requests (streams above all)
@@ -54,6 +56,8 @@ pub struct ConnectionLimits {
     /// Connections open at once; past it, new connections wait in the listen queue, unaccepted,
     /// until one closes.
     pub max_connections: usize,
+    /// Connections one caller may hold of them; see [`crate::a2a::fair_share`].
+    pub max_connections_per_caller: usize,
 }
 
 impl ConnectionLimits {
@@ -64,6 +68,7 @@ impl ConnectionLimits {
             body_read_timeout: Duration::from_secs(server.body_read_timeout_secs),
             idle_timeout: Duration::from_secs(server.idle_timeout_secs),
             max_connections: server.max_connections,
+            max_connections_per_caller: server.connections_per_caller(),
         }
     }
 }
@@ -76,7 +81,9 @@ impl Default for ConnectionLimits {
 
 /// Serves `router` on `listener` under `limits` until `shutdown` completes; then stops
 /// accepting, closes idle connections, and lets open requests finish for up to
-/// [`SHUTDOWN_GRACE`]. Each request carries its peer address (`ConnectInfo<SocketAddr>`).
+/// [`SHUTDOWN_GRACE`]. Each request carries its peer address (`ConnectInfo<SocketAddr>`) and
+/// its connection's place in its caller's share (`Arc<ConnectionShare>`), which the router's
+/// [`crate::a2a::fair_share::enforce`] claims.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -84,6 +91,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let open = Arc::new(Semaphore::new(limits.max_connections));
+    let shares = Shares::new(limits.max_connections_per_caller);
     let stopping = CancellationToken::new();
     let mut connections = JoinSet::new();
     let mut shutdown = pin!(shutdown);
@@ -102,11 +110,13 @@ pub async fn serve(
         };
         match accepted {
             Ok((stream, peer)) => {
+                let share = shares.arriving(peer.ip());
                 let connection = Connection {
                     router: router.clone(),
                     peer,
                     limits,
                     stopping: stopping.clone(),
+                    share,
                 };
                 connections.spawn(connection.serve(stream, permit));
             }
@@ -144,6 +154,8 @@ struct Connection {
     peer: SocketAddr,
     limits: ConnectionLimits,
     stopping: CancellationToken,
+    /// Its place in its caller's share, given back when the connection ends.
+    share: Arc<ConnectionShare>,
 }
 
 impl Connection {
@@ -156,9 +168,15 @@ impl Connection {
         let io = TokioIo::new(Watched::new(stream, activity.clone()));
         let (router, peer, body_timeout) = (self.router, self.peer, self.limits.body_read_timeout);
         let requests = activity.clone();
+        let share = self.share.clone();
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
             let in_flight = requests.request_started();
-            handle(request, router.clone(), peer, body_timeout, in_flight)
+            let served = Served {
+                peer,
+                share: share.clone(),
+                in_flight,
+            };
+            handle(request, router.clone(), body_timeout, served)
         });
         let mut builder = http1::Builder::new();
         // Off: this module keeps the header timeout (see the module's notes).
@@ -167,8 +185,14 @@ impl Connection {
         let limits = self.limits;
         let mut closing = false;
         loop {
-            let (deadline, stall) =
-                activity.deadline(limits.header_read_timeout, limits.idle_timeout);
+            // A crowded connection (its address holds a share of silent ones) gets a short
+            // wait for its first head instead of the header timeout.
+            let header_timeout = if self.share.crowded() {
+                limits.header_read_timeout.min(CROWDED_HEAD_WAIT)
+            } else {
+                limits.header_read_timeout
+            };
+            let (deadline, stall) = activity.deadline(header_timeout, limits.idle_timeout);
             tokio::select! {
                 biased;
                 result = connection.as_mut() => {
@@ -201,17 +225,29 @@ impl Connection {
     }
 }
 
-/// One request: its peer address added, its body timed, its response body tracked so the
-/// connection counts it in flight until it is sent.
+/// What a request carries from its connection.
+struct Served {
+    peer: SocketAddr,
+    share: Arc<ConnectionShare>,
+    in_flight: InFlight,
+}
+
+/// One request: its peer address and its connection's share added, its body timed, its
+/// response body tracked so the connection counts it in flight until it is sent.
 async fn handle(
     request: Request<Incoming>,
     router: Router,
-    peer: SocketAddr,
     body_timeout: Duration,
-    in_flight: InFlight,
+    served: Served,
 ) -> Result<Response<Tracked>, Infallible> {
+    let Served {
+        peer,
+        share,
+        in_flight,
+    } = served;
     let (mut parts, body) = request.into_parts();
     parts.extensions.insert(ConnectInfo(peer));
+    parts.extensions.insert(share);
     let expired = Arc::new(AtomicBool::new(false));
     let body = Body::new(TimedBody::new(body, body_timeout, expired.clone()));
     let response = match router.oneshot(Request::from_parts(parts, body)).await {

@@ -60,9 +60,12 @@ pub(crate) async fn rpc(
     };
     let response = match reply {
         Ok(Reply::Result(value)) => json(jsonrpc::Response::success(id, value)),
-        Ok(Reply::Stream(streaming)) => {
-            sse::respond(app.state.service.clone(), framing, *streaming)
-        }
+        Ok(Reply::Stream(streaming)) => sse::respond(
+            app.state.service.clone(),
+            framing,
+            *streaming,
+            app.state.stream_keep_alive,
+        ),
         Err(error) => failure(id, &method, error),
     };
     requester.activated.echo(response)

@@ -48,6 +48,9 @@ pub struct ServerState {
     /// anyone else by peer address; this harness's own calls are never limited); 0 turns
     /// limiting off.
     pub rate_limit_per_minute: u32,
+    /// How often an event stream sends a keep-alive comment while its task is quiet
+    /// (`server.stream_keep_alive_secs`).
+    pub stream_keep_alive: std::time::Duration,
 }
 
 /// The state handlers share: the server state and what is derived from it once.

@@ -11,14 +11,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use crate::a2a::headers;
-use crate::config::SELF_AGENT_ID;
 use crate::tasks::Delegators;
 
 /// The limiter forgets idle keys once it tracks this many, and the refusal report counts at
@@ -29,36 +27,8 @@ pub const MAX_TRACKED_KEYS: usize = 10_000;
 /// refused requests cannot flood the log.
 pub const REFUSAL_REPORT_INTERVAL: Duration = Duration::from_secs(10);
 
-/// Whose quota a request counts against.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum RateKey {
-    /// A trusted delegator, by its id: its token proved who it is, wherever it calls from, and
-    /// nobody else can spend its quota.
-    Delegator(String),
-    /// Anyone else, by peer address: a claimed participant id costs nothing to invent.
-    Peer(IpAddr),
-}
-
-impl fmt::Display for RateKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RateKey::Delegator(id) => write!(f, "delegator {id}"),
-            RateKey::Peer(address) => write!(f, "address {address}"),
-        }
-    }
-}
-
-/// The quota a request counts against, or `None` for this harness's own calls (the self
-/// secret), which are never limited: a flood from anyone must not fail the harness's own
-/// sub-tasks. A bearer token that is nobody's gets no pass: it is limited by address (and the
-/// request is refused after the limit, as without a limit).
-pub fn key_of(headers: &HeaderMap, peer: IpAddr, delegators: &Delegators) -> Option<RateKey> {
-    match headers::caller(headers, delegators) {
-        Ok(caller) if caller.trusted && caller.participant_id == SELF_AGENT_ID => None,
-        Ok(caller) if caller.trusted => Some(RateKey::Delegator(caller.participant_id)),
-        _ => Some(RateKey::Peer(peer)),
-    }
-}
+/// Whose quota a request counts against: the caller every per-caller limit knows.
+pub use crate::a2a::caller_key::{CallerKey as RateKey, key_of};
 
 /// The limiter and what it refused since the last report.
 pub struct RateLimit {
@@ -252,9 +222,10 @@ impl fmt::Display for RefusalReport {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::HeaderValue;
+    use axum::http::{HeaderMap, HeaderValue};
 
     use super::*;
+    use crate::a2a::headers;
 
     const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 

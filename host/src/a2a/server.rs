@@ -19,6 +19,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::a2a::card::CARD_PATH;
+use crate::a2a::fair_share;
 use crate::a2a::jsonrpc::{self, RequestId, RpcError};
 use crate::a2a::ops::App;
 pub use crate::a2a::ops::ServerState;
@@ -34,6 +35,7 @@ pub const CARD_MAX_AGE_SECONDS: u32 = 300;
 /// peer addresses anonymous callers are rate-limited by.
 pub fn router(state: ServerState) -> Router {
     let max_request_bytes = state.max_request_bytes;
+    let delegators = state.delegators.clone();
     let limiter = NonZeroU32::new(state.rate_limit_per_minute)
         .map(|rate| Arc::new(RateLimit::new(rate, state.delegators.clone())));
     let card_json = Bytes::from(serde_json::to_vec(&state.card).unwrap_or_default());
@@ -59,7 +61,7 @@ pub fn router(state: ServerState) -> Router {
     });
 
     // Layers run outside-in in the reverse of the order they are added: trace, catch panics,
-    // rate limit, then the body limits, then the handler.
+    // the caller's share of connections, rate limit, then the body limits, then the handler.
     let mut router = Router::new()
         .route(CARD_PATH, get(agent_card))
         .route("/", post(dispatch::rpc))
@@ -73,7 +75,12 @@ pub fn router(state: ServerState) -> Router {
     if let Some(limiter) = limiter {
         router = router.layer(middleware::from_fn_with_state(limiter, rate_limit::limit));
     }
+    // Before the rate limit: a request refused for its caller's share spends none of its rate.
     router
+        .layer(middleware::from_fn_with_state(
+            delegators,
+            fair_share::enforce,
+        ))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
 }

@@ -18,9 +18,11 @@ use crate::a2a::validate::trim_history;
 use crate::tasks::events::{RecvError, TaskEvents};
 use crate::tasks::{Caller, TaskService};
 
-/// How often an idle stream sends a comment, so proxies and clients with read timeouts keep the
-/// connection open while a task thinks.
-pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(15);
+/// The comment an idle stream sends every `server.stream_keep_alive_secs` (`: keep-alive`):
+/// proxies and clients with read timeouts keep the connection open while a task thinks, and a
+/// write to a client that went away fails, which ends the stream and frees its connection (and
+/// its place in the caller's share) instead of holding it until the task ends.
+pub const KEEP_ALIVE_TEXT: &str = "keep-alive";
 
 /// How each item of a stream is written as the `data` of one SSE event: each binding brings its
 /// own (a JSON-RPC response in the 1.0 or 0.3 shape, or a bare `StreamResponse` for REST).
@@ -29,13 +31,15 @@ pub(crate) trait Framing: Send + 'static {
     fn encode(&self, item: Result<&StreamResponse, RpcError>) -> String;
 }
 
-/// The HTTP response streaming a subscription until its end. Its `history_length` trims every
-/// task snapshot sent, and every event is shaped by the extensions the request activated; the
-/// response names them.
+/// The HTTP response streaming a subscription until its end (the task terminal, or for
+/// `SendStreamingMessage` settled), with a keep-alive comment every `keep_alive` while nothing
+/// else is sent. Its `history_length` trims every task snapshot sent, and every event is shaped
+/// by the extensions the request activated; the response names them.
 pub(crate) fn respond(
     service: Arc<dyn TaskService>,
     framing: impl Framing,
     streaming: Streaming,
+    keep_alive: Duration,
 ) -> Response {
     let Streaming {
         caller,
@@ -57,7 +61,7 @@ pub(crate) fn respond(
         phase: Phase::Snapshot(Box::new(subscription.snapshot)),
     };
     let response = Sse::new(events(follower))
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE_INTERVAL))
+        .keep_alive(KeepAlive::new().interval(keep_alive).text(KEEP_ALIVE_TEXT))
         .into_response();
     echo.echo(response)
 }

@@ -35,6 +35,19 @@ pub(super) fn max_connections() -> usize {
     512
 }
 
+/// The default share of `max_connections` one caller may hold: a quarter, so that one client
+/// (or one peer harness's followers) at its limit leaves three quarters to everyone else.
+pub(super) const CALLER_SHARE_DIVISOR: usize = 4;
+/// The smallest default share: a client's pool of a few connections plus a few streams, so a
+/// small `max_connections` does not cut an ordinary client down to one or two.
+pub(super) const MIN_DEFAULT_CONNECTIONS_PER_CALLER: usize = 8;
+
+/// Often enough for proxies and clients with a read timeout of 30 s or more, and for the server
+/// to notice a client that went away while its task is quiet (the write fails).
+pub(super) fn stream_keep_alive_secs() -> u64 {
+    15
+}
+
 pub(super) fn model_timeout() -> u64 {
     120
 }

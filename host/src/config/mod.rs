@@ -123,6 +123,14 @@ pub struct ServerConfig {
     /// Connections open at once; past it, new ones wait unaccepted until one closes.
     #[serde(default = "defaults::max_connections")]
     pub max_connections: usize,
+    /// Connections one caller may hold of `max_connections`, event streams included; past it
+    /// a request gets HTTP 503 with `Retry-After` and its connection closes. `None`: a quarter
+    /// of `max_connections` ([`ServerConfig::connections_per_caller`]).
+    #[serde(default)]
+    pub max_connections_per_caller: Option<usize>,
+    /// Seconds between the keep-alive comments an event stream sends while its task is quiet.
+    #[serde(default = "defaults::stream_keep_alive_secs")]
+    pub stream_keep_alive_secs: u64,
 }
 
 /// `[[server.trusted_delegators]]`: a caller that presents `Authorization: Bearer <token>`. The
@@ -148,11 +156,23 @@ impl Default for ServerConfig {
             body_read_timeout_secs: defaults::body_read_timeout_secs(),
             idle_timeout_secs: defaults::idle_timeout_secs(),
             max_connections: defaults::max_connections(),
+            max_connections_per_caller: None,
+            stream_keep_alive_secs: defaults::stream_keep_alive_secs(),
         }
     }
 }
 
 impl ServerConfig {
+    /// `max_connections_per_caller`, else a quarter of `max_connections`, but at least 8 (a
+    /// client's connection pool and a few streams) when the cap allows it.
+    pub fn connections_per_caller(&self) -> usize {
+        self.max_connections_per_caller.unwrap_or_else(|| {
+            (self.max_connections / defaults::CALLER_SHARE_DIVISOR)
+                .max(defaults::MIN_DEFAULT_CONNECTIONS_PER_CALLER)
+                .min(self.max_connections)
+        })
+    }
+
     /// `base_url`, or `http://{bind}` when it is not set.
     pub fn effective_base_url(&self) -> String {
         match &self.base_url {

@@ -20,6 +20,9 @@ pub const MAX_CONNECTION_TIMEOUT_SECS: u64 = 3_600;
 /// The largest `server.max_connections`: more than one process can usually keep open; a cap
 /// above it would never be reached before the open-file limit.
 pub const MAX_CONNECTIONS: usize = 65_536;
+/// The longest `server.stream_keep_alive_secs`: past five minutes many proxies and clients have
+/// given up on a silent connection already.
+pub const MAX_STREAM_KEEP_ALIVE_SECS: u64 = 300;
 
 /// `path.field`, unless the path already ends with the field.
 fn join(path: &str, field: &str) -> String {
@@ -129,6 +132,26 @@ fn validate_connection_limits(server: &super::ServerConfig) -> Result<(), Config
             format!(
                 "{} is out of range; use 1 to {MAX_CONNECTIONS}, below the process's open-file limit (`ulimit -n`)",
                 server.max_connections
+            ),
+        ));
+    }
+    if let Some(share) = server.max_connections_per_caller
+        && !(1..=server.max_connections).contains(&share)
+    {
+        return Err(ConfigError::invalid(
+            "server.max_connections_per_caller",
+            format!(
+                "{share} is out of range; use 1 to server.max_connections ({}), or leave it out for a quarter of it",
+                server.max_connections
+            ),
+        ));
+    }
+    if !(1..=MAX_STREAM_KEEP_ALIVE_SECS).contains(&server.stream_keep_alive_secs) {
+        return Err(ConfigError::invalid(
+            "server.stream_keep_alive_secs",
+            format!(
+                "{} is out of range; use 1 to {MAX_STREAM_KEEP_ALIVE_SECS} seconds",
+                server.stream_keep_alive_secs
             ),
         ));
     }
@@ -575,6 +598,82 @@ mod tests {
         );
         assert!(
             error_of("[server]\nmax_connections = -1\n").starts_with("server.max_connections:")
+        );
+    }
+
+    #[test]
+    fn a_caller_gets_a_quarter_of_the_connections_unless_set() {
+        let share = |text: &str| {
+            Config::parse(text, Path::new("config.toml"))
+                .unwrap()
+                .server
+                .connections_per_caller()
+        };
+        assert_eq!(share(""), 128);
+        assert_eq!(
+            share(
+                "[server]
+max_connections = 64
+"
+            ),
+            16
+        );
+        assert_eq!(
+            share(
+                "[server]
+max_connections = 12
+"
+            ),
+            8,
+            "at least a pool"
+        );
+        assert_eq!(
+            share(
+                "[server]
+max_connections = 2
+"
+            ),
+            2,
+            "at most the cap"
+        );
+        assert_eq!(
+            share(
+                "[server]
+max_connections_per_caller = 3
+"
+            ),
+            3
+        );
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.server.stream_keep_alive_secs, 15);
+    }
+
+    #[test]
+    fn a_caller_share_or_keep_alive_out_of_range_names_the_setting() {
+        assert_eq!(
+            error_of(
+                "[server]
+max_connections = 64
+max_connections_per_caller = 65
+"
+            ),
+            "server.max_connections_per_caller: 65 is out of range; use 1 to server.max_connections (64), or leave it out for a quarter of it"
+        );
+        assert!(
+            error_of(
+                "[server]
+max_connections_per_caller = 0
+"
+            )
+            .starts_with("server.max_connections_per_caller: 0 is out of range")
+        );
+        assert_eq!(
+            error_of(
+                "[server]
+stream_keep_alive_secs = 0
+"
+            ),
+            "server.stream_keep_alive_secs: 0 is out of range; use 1 to 300 seconds"
         );
     }
 

@@ -6,6 +6,7 @@
 
 mod checkpoint;
 mod columns;
+mod lock;
 mod memory;
 mod queries;
 mod readers;
@@ -23,6 +24,7 @@ use serde::de::DeserializeOwned;
 use crate::a2a::types::{Message, TaskState};
 use crate::tasks::record::TaskRecord;
 use checkpoint::Checkpointer;
+pub use lock::{Holder, LockError, LockMode, StoreLock, lock_path};
 use readers::Readers;
 pub use tx::Tx;
 pub use writer::WriteCounts;

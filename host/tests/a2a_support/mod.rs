@@ -210,6 +210,9 @@ impl Server {
             delegators: Arc::new(Delegators::none()),
             max_request_bytes,
             rate_limit_per_minute,
+            stream_keep_alive: Duration::from_secs(
+                tiny_harness::config::ServerConfig::default().stream_keep_alive_secs,
+            ),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let limits = ConnectionLimits::default();

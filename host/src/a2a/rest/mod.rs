@@ -82,7 +82,12 @@ fn ok<T: serde::Serialize>(result: Result<T, RpcError>) -> Response {
 
 fn stream(app: &App, result: Result<Streaming, RpcError>) -> Response {
     match result {
-        Ok(streaming) => sse::respond(app.state.service.clone(), RestFraming, streaming),
+        Ok(streaming) => sse::respond(
+            app.state.service.clone(),
+            RestFraming,
+            streaming,
+            app.state.stream_keep_alive,
+        ),
         Err(error) => error_response(&error),
     }
 }
