@@ -16,8 +16,9 @@ use super::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
 use crate::a2a::types::{
     Artifact, DIRECT_REPLY_KEY, Message, Part, Role, TaskState, TaskStatus, timestamp_now,
 };
-use crate::context::compaction::{budget, is_over, split_point, summary_request};
-use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
+use crate::context::budget::{Fit, RequestSize, fit, turn_budget};
+use crate::context::compaction::{split_point, summary_request};
+use crate::context::{StaticPrefix, TurnInput, assemble};
 use crate::model::{
     Effort, Finish, Model, ModelError, ModelReply, Models, ToolCall, ToolSpec, TurnContext,
     TurnReply, Usage,
@@ -319,7 +320,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         record: &record,
         skills: &skills,
         summary: replay.summary.as_deref(),
-        history: replay.live_messages(),
+        history: replay.turn_messages(&record.ext.goal),
     };
     let settings = &shared.settings;
     let request = assemble(
@@ -328,15 +329,25 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         settings.max_output_tokens,
         &input,
     );
-    let limit = budget(settings.turn_budget_tokens, model.context_window());
-    if is_over(
-        estimate_tokens(&request),
-        limit,
-        settings.compaction_fraction,
-    ) && let Some(cut) = split_point(replay.live_history())
-    {
-        compact(shared, &*model, effort, id, replay, cut).await?;
-        return Ok(Step::Continue);
+    let limit = turn_budget(settings.turn_budget_tokens, model.context_window());
+    let cut = split_point(replay.live_history());
+    let size = RequestSize::of(&request);
+    match (
+        fit(size, limit, settings.compaction_fraction, cut.is_some()),
+        cut,
+    ) {
+        (Fit::Compact, Some(cut)) => {
+            compact(shared, &*model, effort, id, replay, cut, limit).await?;
+            return Ok(Step::Continue);
+        }
+        (Fit::Over(reason), _) => {
+            // No request is sent that the model cannot take, and no compaction that cannot
+            // help is tried again at every turn: the task ends, saying why.
+            tracing::warn!(task = %id, "{reason}");
+            fail(hub, id, &reason.to_string()).await?;
+            return Ok(Step::Stop);
+        }
+        _ => {}
     }
     let message_id = newest_inbound_id(hub, id, replay)?;
     let turn = TurnContext {
@@ -470,7 +481,8 @@ fn follow_new_children(shared: &Shared, parent: &str, effects: &[Effect]) {
     }
 }
 
-/// Folds the oldest history into a summary, asked of the task's own model at its effort.
+/// Folds the oldest history into a summary, asked of the task's own model at its effort, in a
+/// request within the turn budget.
 async fn compact(
     shared: &Shared,
     model: &dyn Model,
@@ -478,12 +490,14 @@ async fn compact(
     id: &str,
     replay: &mut Replay,
     cut: usize,
+    budget_tokens: usize,
 ) -> Result<(), StepError> {
     let folded = &replay.live_history()[..cut];
     let request = summary_request(
         replay.summary.as_deref(),
         folded,
         shared.settings.max_output_tokens,
+        budget_tokens,
     );
     let removed_chars = request
         .messages
