@@ -18,6 +18,7 @@ use crate::agents::{
 };
 use crate::config::{Config, ConfigError, EngineKind};
 use crate::context::StaticPrefix;
+use crate::context::budget::{BYTES_PER_TOKEN, max_input_tokens, turn_budget};
 use crate::engine::children::{ChildSettings, Children};
 use crate::engine::{EmbeddedEngine, Engine, EngineParts, EngineSettings, HostEffects, wake_queue};
 use crate::model::{Model, ModelBuildError, Models, build_model, build_models};
@@ -29,6 +30,7 @@ use crate::skills::{Catalog, SkillError};
 use crate::store::{Store, StoreError};
 use crate::tasks::creator::BriefRules;
 use crate::tasks::hub::TaskHub;
+use crate::tasks::input_limit::{InputLimit, InputLimits};
 use crate::tasks::{Delegators, Tasks};
 
 /// Why the harness could not start.
@@ -183,7 +185,10 @@ impl Runtime {
             models: model_names(&config),
             task_token_budget: config.limits.task_token_budget,
         };
-        let tasks = Arc::new(Tasks::with_rules(hub, engine.clone(), rules));
+        let tasks = Arc::new(
+            Tasks::with_rules(hub, engine.clone(), rules)
+                .with_input_limits(input_limits(&config, &models)),
+        );
         Ok(Runtime {
             config,
             listener,
@@ -394,6 +399,30 @@ pub fn static_prefix(
 /// The names of `[models.*]`, sorted: what a brief or `spawn_subtask` may name as `model`.
 pub fn model_names(config: &Config) -> Vec<String> {
     config.models.keys().cloned().collect()
+}
+
+/// What one message may bring to the tasks of each model: a share of the model's turn budget
+/// (`context::budget`), checked when the message arrives.
+pub fn input_limits(config: &Config, models: &Models) -> InputLimits {
+    let limit = |model: &Arc<dyn Model>| {
+        let budget = turn_budget(config.context.turn_budget_tokens, model.context_window());
+        InputLimit {
+            budget_tokens: budget,
+            max_tokens: max_input_tokens(budget),
+            bytes_per_token: BYTES_PER_TOKEN,
+        }
+    };
+    InputLimits {
+        default: Some(limit(models.default_model())),
+        named: models
+            .names()
+            .into_iter()
+            .filter_map(|name| {
+                let model = models.resolve(Some(&name)).ok()?;
+                Some((name, limit(model)))
+            })
+            .collect(),
+    }
 }
 
 /// Reads and checks every skill of `[skills] dirs` (by default `skills` beside the
