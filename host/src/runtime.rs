@@ -540,6 +540,37 @@ mod tests {
     }
 
     #[test]
+    fn each_model_gets_a_quarter_of_its_own_turn_budget_for_one_message() {
+        let window = |tokens: Option<usize>| -> Arc<dyn Model> {
+            Arc::new(crate::model::UnconfiguredModel::new(tokens))
+        };
+        let models = Models::new(
+            window(None),
+            std::collections::BTreeMap::from([
+                ("small".to_string(), window(Some(2_000))),
+                ("large".to_string(), window(Some(200_000))),
+            ]),
+        );
+        let limits = input_limits(&config("[context]\nturn_budget_tokens = 16000\n"), &models);
+        let limit = |budget_tokens: usize, max_tokens: usize| InputLimit {
+            budget_tokens,
+            max_tokens,
+            bytes_per_token: 4,
+        };
+        assert_eq!(limits.default, Some(limit(16_000, 4_000)));
+        assert_eq!(
+            limits.named["small"],
+            limit(2_000, 500),
+            "its window is smaller"
+        );
+        assert_eq!(
+            limits.named["large"],
+            limit(16_000, 4_000),
+            "the setting is smaller"
+        );
+    }
+
+    #[test]
     fn plugins_read_the_skills_index_in_their_prompt_context() {
         let skill = |name: &str, description: &str| crate::skills::Skill {
             name: name.into(),
