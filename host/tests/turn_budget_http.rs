@@ -457,3 +457,31 @@ async fn a_long_task_is_compacted_with_every_request_and_every_summary_within_it
     model.assert_all_within_budget();
     eprintln!("a long task's requests (purpose, estimated tokens): {sizes:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sub_task_brief_too_big_for_self_is_refused_and_the_parent_reads_why() {
+    let model = Recording::new(|request| {
+        if let Some(ChatMessage::Tool { content, .. }) = request.messages.last() {
+            return text(&format!("the sub-task failed: {content}"));
+        }
+        tool(
+            "",
+            "spawn_subtask",
+            json!({"name": "Huge", "goal": "h".repeat(SHARE * 4 + 1), "agent": null}),
+        )
+    });
+    let node = Node::start("", model.clone()).await;
+    let task = send_text(&node.client, "", "Delegate a big goal.", true).await;
+    let done = wait_for(&node.client, &task.id, is_terminal).await;
+    assert_eq!(done.status.state, TaskState::Completed, "{}", answer(&done));
+    let said = answer(&done);
+    assert!(
+        said.contains(&format!(
+            "[subtask.failed] could not create the sub-task: self refused: invalid params: message.parts[0].data.payload.goal: {} bytes, and the brief about",
+            SHARE * 4 + 1
+        )),
+        "{said}"
+    );
+    assert_eq!(task_count(&node).await, 1, "no child was created");
+    model.assert_all_within_budget();
+}
