@@ -18,6 +18,7 @@ use crate::agents::{
 };
 use crate::config::{Config, ConfigError, EngineKind};
 use crate::context::StaticPrefix;
+use crate::context::budget::{BYTES_PER_TOKEN, max_input_tokens, turn_budget};
 use crate::engine::children::{ChildSettings, Children};
 use crate::engine::{EmbeddedEngine, Engine, EngineParts, EngineSettings, HostEffects, wake_queue};
 use crate::model::{Model, ModelBuildError, Models, build_model, build_models};
@@ -29,6 +30,7 @@ use crate::skills::{Catalog, SkillError};
 use crate::store::{LockError, LockMode, Store, StoreError, StoreLock};
 use crate::tasks::creator::BriefRules;
 use crate::tasks::hub::TaskHub;
+use crate::tasks::input_limit::{InputLimit, InputLimits};
 use crate::tasks::{Delegators, Tasks};
 
 /// Why the harness could not start.
@@ -193,7 +195,10 @@ impl Runtime {
             models: model_names(&config),
             task_token_budget: config.limits.task_token_budget,
         };
-        let tasks = Arc::new(Tasks::with_rules(hub, engine.clone(), rules));
+        let tasks = Arc::new(
+            Tasks::with_rules(hub, engine.clone(), rules)
+                .with_input_limits(input_limits(&config, &models)),
+        );
         Ok(Runtime {
             config,
             listener,
@@ -421,6 +426,30 @@ pub fn model_names(config: &Config) -> Vec<String> {
     config.models.keys().cloned().collect()
 }
 
+/// What one message may bring to the tasks of each model: a share of the model's turn budget
+/// (`context::budget`), checked when the message arrives.
+pub fn input_limits(config: &Config, models: &Models) -> InputLimits {
+    let limit = |model: &Arc<dyn Model>| {
+        let budget = turn_budget(config.context.turn_budget_tokens, model.context_window());
+        InputLimit {
+            budget_tokens: budget,
+            max_tokens: max_input_tokens(budget),
+            bytes_per_token: BYTES_PER_TOKEN,
+        }
+    };
+    InputLimits {
+        default: Some(limit(models.default_model())),
+        named: models
+            .names()
+            .into_iter()
+            .filter_map(|name| {
+                let model = models.resolve(Some(&name)).ok()?;
+                Some((name, limit(model)))
+            })
+            .collect(),
+    }
+}
+
 /// Reads and checks every skill of `[skills] dirs` (by default `skills` beside the
 /// configuration file, if it exists).
 pub fn load_skills(config: &Config) -> Result<Catalog, SkillError> {
@@ -533,6 +562,37 @@ mod tests {
 
     fn config(text: &str) -> Config {
         Config::parse(text, Path::new("config.toml")).unwrap()
+    }
+
+    #[test]
+    fn each_model_gets_a_quarter_of_its_own_turn_budget_for_one_message() {
+        let window = |tokens: Option<usize>| -> Arc<dyn Model> {
+            Arc::new(crate::model::UnconfiguredModel::new(tokens))
+        };
+        let models = Models::new(
+            window(None),
+            std::collections::BTreeMap::from([
+                ("small".to_string(), window(Some(2_000))),
+                ("large".to_string(), window(Some(200_000))),
+            ]),
+        );
+        let limits = input_limits(&config("[context]\nturn_budget_tokens = 16000\n"), &models);
+        let limit = |budget_tokens: usize, max_tokens: usize| InputLimit {
+            budget_tokens,
+            max_tokens,
+            bytes_per_token: 4,
+        };
+        assert_eq!(limits.default, Some(limit(16_000, 4_000)));
+        assert_eq!(
+            limits.named["small"],
+            limit(2_000, 500),
+            "its window is smaller"
+        );
+        assert_eq!(
+            limits.named["large"],
+            limit(16_000, 4_000),
+            "the setting is smaller"
+        );
     }
 
     #[test]

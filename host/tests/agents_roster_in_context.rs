@@ -155,11 +155,23 @@ async fn the_prefix_is_byte_identical_on_every_turn_of_every_task() {
 
 #[tokio::test]
 async fn compaction_never_touches_the_agents_section() {
-    // A tiny budget makes every turn "over", so the history is compacted as soon as it can be.
-    let model = StubModel::start(vec![Reply::Plan, Reply::Plan, Reply::Final("ok".into())]).await;
+    // Each plan call carries a 6,000-byte description (about 1,500 tokens of history) and the
+    // budget holds the prefix and tools (about 2,000 tokens) with room for two of them: the
+    // third turn is over it, so the history is compacted.
+    let big_plan = || {
+        let arguments = json!({"steps": [{"name": "Look", "description": "d".repeat(6_000)}]});
+        Reply::Tool("create_plan".into(), arguments.to_string())
+    };
+    let model = StubModel::start(vec![
+        big_plan(),
+        big_plan(),
+        big_plan(),
+        Reply::Final("ok".into()),
+    ])
+    .await;
     let ledger = CardServer::card(|url| card_json(url, "Ledger", "Accounts.", &[])).await;
     let harness = Harness::start(&format!(
-        "{}[context]\nturn_budget_tokens = 256\n{}",
+        "{}[context]\nturn_budget_tokens = 4000\n{}",
         model.config(),
         agents_config(&[("ledger", &ledger.url)])
     ))

@@ -145,11 +145,19 @@ async fn a_message_creates_a_task_that_completes_with_the_models_answer() {
     );
     let requests = model.requests();
     assert_eq!(requests.len(), 1);
+    // The message is the task's goal: the model reads it once, in the task section, and the
+    // history does not repeat it.
+    let [ChatMessage::User { content: sections }] = requests[0].messages.as_slice() else {
+        panic!("one message, the sections: {:?}", requests[0].messages);
+    };
+    assert!(
+        sections.contains("<task>\nname: What is 2 + 2?\nstate: WORKING\ngoal: What is 2 + 2?\n"),
+        "{sections}"
+    );
     assert_eq!(
-        requests[0].messages[1],
-        ChatMessage::User {
-            content: "What is 2 + 2?".into()
-        }
+        sections.matches("What is 2 + 2?").count(),
+        2,
+        "the name and the goal"
     );
     // Two writes: the task, created working with its message journaled as the model's input;
     // the model's answer journaled with the task completed.
@@ -559,8 +567,10 @@ async fn an_over_budget_history_is_compacted_into_a_summary_and_recorded() {
         .collect();
     replies.push(reply("finished"));
     let model = PlayModel::new(replies);
+    // Room for the builtin tools' definitions (about 1,000 tokens), which every request
+    // carries, and a little history: a few turns pass the threshold.
     let mut small = settings();
-    small.turn_budget_tokens = 1_000;
+    small.turn_budget_tokens = 2_000;
     let h = harness(
         Arc::new(Store::open_in_memory().unwrap()),
         model.clone(),
@@ -606,8 +616,10 @@ async fn a_task_on_a_named_model_has_its_turns_and_its_summaries_made_by_that_mo
         default.clone(),
         std::collections::BTreeMap::from([("deep".to_string(), deep_model)]),
     );
+    // Room for the builtin tools' definitions (about 1,000 tokens), which every request
+    // carries, and a little history: a few turns pass the threshold.
     let mut small = settings();
-    small.turn_budget_tokens = 1_000;
+    small.turn_budget_tokens = 2_000;
     let rules = BriefRules {
         models: vec!["deep".to_string()],
         task_token_budget: None,

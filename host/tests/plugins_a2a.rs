@@ -38,9 +38,13 @@ impl Model for ZooModel {
             .iter()
             .any(|m| matches!(m, ChatMessage::Tool { .. }))
         {
-            let ChatMessage::User { content } = &request.messages[1] else {
-                return Err(ModelError::InvalidResponse("no user message".into()));
+            // The task's text is its goal, which the model reads once: in the task section.
+            let Some(content) = goal_of(request) else {
+                return Err(ModelError::InvalidResponse(
+                    "no goal in the task section".into(),
+                ));
             };
+            let content = content.as_str();
             return Ok(ModelReply {
                 text: String::new(),
                 tool_calls: vec![ToolCall {
@@ -185,4 +189,15 @@ async fn failing_plugins_give_plugin_failed_while_another_task_completes() {
         "{}",
         answer(&spun)
     );
+}
+
+/// The goal line of the request's task section (the first message holds the sections).
+fn goal_of(request: &ModelRequest) -> Option<String> {
+    let ChatMessage::User { content } = request.messages.first()? else {
+        return None;
+    };
+    content
+        .lines()
+        .find_map(|line| line.strip_prefix("goal: "))
+        .map(str::to_string)
 }

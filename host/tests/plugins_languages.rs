@@ -285,9 +285,13 @@ impl Model for ToolCallingModel {
             .iter()
             .any(|m| matches!(m, ChatMessage::Tool { .. }))
         {
-            let ChatMessage::User { content } = &request.messages[1] else {
-                return Err(ModelError::InvalidResponse("no user message".into()));
+            // The task's text is its goal, which the model reads once: in the task section.
+            let Some(content) = goal_of(request) else {
+                return Err(ModelError::InvalidResponse(
+                    "no goal in the task section".into(),
+                ));
             };
+            let content = content.as_str();
             let (tool, text) = content.trim().split_once(' ').unwrap_or((content, ""));
             return Ok(ModelReply {
                 text: String::new(),
@@ -384,4 +388,15 @@ async fn each_example_plugin_tool_result_reaches_the_model_over_a2a() {
 /// A TOML basic string holding a path.
 fn toml_string(path: &Path) -> String {
     Value::String(path.display().to_string()).to_string()
+}
+
+/// The goal line of the request's task section (the first message holds the sections).
+fn goal_of(request: &ModelRequest) -> Option<String> {
+    let ChatMessage::User { content } = request.messages.first()? else {
+        return None;
+    };
+    content
+        .lines()
+        .find_map(|line| line.strip_prefix("goal: "))
+        .map(str::to_string)
 }

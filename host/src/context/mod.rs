@@ -1,6 +1,7 @@
 //! The context window: the static prefix, the per-task sections, untrusted blocks, the token
 //! estimate and compaction.
 
+pub mod budget;
 pub mod compaction;
 pub mod sections;
 pub mod untrusted;

@@ -217,6 +217,22 @@ impl Replay {
         &self.messages[self.folded_through..]
     }
 
+    /// [`Replay::live_messages`] as a turn sends them: without the task's first message when
+    /// its text is the task's goal. The `task` section, which is never compacted, carries the
+    /// goal already; the model reads it once, there.
+    pub fn turn_messages(&self, goal: &str) -> &[ChatMessage] {
+        let live = self.live_messages();
+        let goal = goal.trim();
+        match self.items.first() {
+            Some(HistoryItem::Inbound { text, .. })
+                if self.folded_through == 0 && !goal.is_empty() && text.trim() == goal =>
+            {
+                &live[1..]
+            }
+            _ => live,
+        }
+    }
+
     fn push(&mut self, item: HistoryItem) {
         self.messages.push(item.to_message());
         self.items.push(item);
@@ -300,6 +316,42 @@ mod tests {
         });
         assert_eq!(replay.final_reply.as_deref(), Some("done"));
         assert_eq!(replay.last_inbound_seq, 1);
+    }
+
+    #[test]
+    fn the_first_message_is_left_out_of_a_turn_when_it_is_the_goal_and_only_then() {
+        let inbound = |seq: i64, text: &str| JournalEntry::Inbound {
+            message_seq: seq,
+            from: "user".into(),
+            trusted: true,
+            text: text.into(),
+        };
+        let said = |replay: &Replay, goal: &str| -> Vec<ChatMessage> {
+            replay.turn_messages(goal).to_vec()
+        };
+        let replay = Replay::from_entries(&[inbound(1, " Add 2 and 2\n"), inbound(2, "and 3")]);
+        assert_eq!(
+            said(&replay, "Add 2 and 2"),
+            vec![ChatMessage::User {
+                content: "and 3".into()
+            }],
+            "the goal is in the task section already"
+        );
+        assert_eq!(said(&replay, "Something else").len(), 2);
+        assert_eq!(said(&replay, "").len(), 2);
+        let mut folded = replay.clone();
+        folded.apply(&JournalEntry::Compaction {
+            summary: "s".into(),
+            folded_through: 1,
+            removed_items: 1,
+            removed_chars: 11,
+            usage: Usage::default(),
+        });
+        assert_eq!(
+            said(&folded, "and 3").len(),
+            1,
+            "only the task's first message, never a later one"
+        );
     }
 
     #[test]

@@ -16,8 +16,9 @@ use super::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
 use crate::a2a::types::{
     Artifact, DIRECT_REPLY_KEY, Message, Part, Role, TaskState, TaskStatus, timestamp_now,
 };
-use crate::context::compaction::{budget, is_over, split_point, summary_request};
-use crate::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
+use crate::context::budget::{Fit, RequestSize, fit, turn_budget};
+use crate::context::compaction::{split_point, summary_request};
+use crate::context::{StaticPrefix, TurnInput, assemble};
 use crate::model::{
     Effort, Finish, Model, ModelError, ModelReply, Models, ToolCall, ToolSpec, TurnContext,
     TurnReply, Usage,
@@ -320,7 +321,7 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         record: &record,
         skills: &skills,
         summary: replay.summary.as_deref(),
-        history: replay.live_messages(),
+        history: replay.turn_messages(&record.ext.goal),
     };
     let settings = &shared.settings;
     let request = assemble(
@@ -329,17 +330,29 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
         settings.max_output_tokens,
         &input,
     );
-    let limit = budget(settings.turn_budget_tokens, model.context_window());
-    let estimate = estimate_tokens(&request);
-    if is_over(estimate, limit, settings.compaction_fraction)
-        && let Some(cut) = split_point(replay.live_history())
-    {
-        compact(shared, &*model, effort, id, replay, cut).await?;
-        return Ok(Step::Continue);
+    let limit = turn_budget(settings.turn_budget_tokens, model.context_window());
+    let cut = split_point(replay.live_history());
+    let size = RequestSize::of(&request);
+    match (
+        fit(size, limit, settings.compaction_fraction, cut.is_some()),
+        cut,
+    ) {
+        (Fit::Compact, Some(cut)) => {
+            compact(shared, &*model, effort, id, replay, cut, limit).await?;
+            return Ok(Step::Continue);
+        }
+        (Fit::Over(reason), _) => {
+            // No request is sent that the model cannot take, and no compaction that cannot
+            // help is tried again at every turn: the task ends, saying why.
+            tracing::warn!(task = %id, "{reason}");
+            fail(hub, id, &reason.to_string()).await?;
+            return Ok(Step::Stop);
+        }
+        _ => {}
     }
     // A call is expected to cost at least the request's estimate, and at least what the last
     // one did: stopping before it keeps a tree within its root's budget.
-    let next = (estimate as u64).max(replay.last_call.total());
+    let next = (size.total as u64).max(replay.last_call.total());
     if let Some(reason) = token_budget.and_then(|b| b.next_call_over(&replay.usage, held, next)) {
         fail(hub, id, &reason).await?;
         return Ok(Step::Stop);
@@ -477,7 +490,8 @@ fn follow_new_children(shared: &Shared, parent: &str, effects: &[Effect]) {
     }
 }
 
-/// Folds the oldest history into a summary, asked of the task's own model at its effort.
+/// Folds the oldest history into a summary, asked of the task's own model at its effort, in a
+/// request within the turn budget.
 async fn compact(
     shared: &Shared,
     model: &dyn Model,
@@ -485,12 +499,14 @@ async fn compact(
     id: &str,
     replay: &mut Replay,
     cut: usize,
+    budget_tokens: usize,
 ) -> Result<(), StepError> {
     let folded = &replay.live_history()[..cut];
     let request = summary_request(
         replay.summary.as_deref(),
         folded,
         shared.settings.max_output_tokens,
+        budget_tokens,
     );
     let removed_chars = request
         .messages

@@ -133,6 +133,18 @@ impl BriefChange {
         Ok(())
     }
 
+    /// Whether the change sets this field of the brief (`name`, `description`,
+    /// `acceptance_criteria` or `participants`).
+    pub fn sets(&self, field: &str) -> bool {
+        match field {
+            "name" => self.name.is_some(),
+            "description" => self.description.is_some(),
+            "acceptance_criteria" => self.acceptance_criteria.is_some(),
+            "participants" => self.participants.is_some(),
+            _ => false,
+        }
+    }
+
     /// Applies the change.
     pub fn apply(&self, ext: &mut TaskExtension) {
         if let Some(name) = &self.name {

@@ -10,6 +10,7 @@ use super::envelope::{BriefChange, read_brief};
 use super::events::TaskEvents;
 use super::extension::TaskExtension;
 use super::hub::{Change, Created, TaskHub};
+use super::input_limit::InputLimits;
 use super::record::TaskRecord;
 use super::service::{Caller, Subscription, TaskError, TaskService};
 use crate::a2a::types::{
@@ -30,6 +31,8 @@ pub struct Tasks {
     engine: Arc<dyn Engine>,
     /// The models a new brief may name and the budget every new task gets.
     rules: BriefRules,
+    /// What one message may bring to the model of the task it creates or continues.
+    inputs: InputLimits,
 }
 
 impl From<StoreError> for TaskError {
@@ -49,7 +52,19 @@ impl Tasks {
     /// A service over the hub whose tasks `engine` works and whose new briefs are checked
     /// against `rules`.
     pub fn with_rules(hub: Arc<TaskHub>, engine: Arc<dyn Engine>, rules: BriefRules) -> Tasks {
-        Tasks { hub, engine, rules }
+        Tasks {
+            hub,
+            engine,
+            rules,
+            inputs: InputLimits::default(),
+        }
+    }
+
+    /// The service with every message checked against `inputs` before anything is written:
+    /// one too big for its task's model is refused whole.
+    pub fn with_input_limits(mut self, inputs: InputLimits) -> Tasks {
+        self.inputs = inputs;
+        self
     }
 
     /// The task if the caller may see it; not found otherwise, so existence does not leak.
@@ -121,6 +136,7 @@ impl Tasks {
         // A resent message is found in the transaction that would create its task (below), so
         // a new task costs no read beforehand.
         let brief = read_brief(&message)?;
+        let from_envelope = brief.is_some();
         let mut ext = match brief {
             Some(ext) => ext,
             None => {
@@ -134,6 +150,7 @@ impl Tasks {
             }
         };
         check_new_brief(&ext, sender, *trusted, &self.rules)?;
+        self.inputs.check_new(&message, &ext, from_envelope)?;
         ext.token_budget = self.rules.budget_for(&ext);
         join_as_admin(&mut ext, sender, *trusted);
         let id = new_store_key();
@@ -216,6 +233,8 @@ impl Tasks {
         if let Some(change) = &change {
             change.check(sender, &record)?;
         }
+        self.inputs
+            .check_continue(&message, change.as_ref(), &record.ext)?;
         if !message.context_id.is_empty() && message.context_id != record.context_id {
             return Err(TaskError::InvalidParams(format!(
                 "message.contextId: task {id} belongs to context {}",

@@ -8,6 +8,7 @@ pub mod events;
 pub mod extension;
 pub mod handler;
 pub mod hub;
+pub mod input_limit;
 pub mod live_records;
 pub mod record;
 pub mod service;
