@@ -29,6 +29,7 @@ use crate::plugins::{
 use crate::skills::{Catalog, SkillError};
 use crate::store::{LockError, LockMode, Store, StoreError, StoreLock};
 use crate::tasks::creator::BriefRules;
+use crate::tasks::hops::{HopRules, InstanceId};
 use crate::tasks::hub::TaskHub;
 use crate::tasks::input_limit::{InputLimit, InputLimits};
 use crate::tasks::{Delegators, Tasks};
@@ -158,10 +159,21 @@ impl Runtime {
         let registry = Arc::new(registry);
         let skills = Arc::new(load_skills(&config)?);
         let (wake_sender, wake_receiver) = wake_queue();
+        // This process in delegation chains: what its children carry and what a new task's
+        // chain is checked against.
+        let hops = HopRules {
+            instance: InstanceId::generate(),
+            max_hops: config.limits.max_delegation_hops,
+        };
+        tracing::info!(
+            instance = hops.instance.as_str(),
+            max_delegation_hops = hops.max_hops,
+            "delegation chains name this harness by its instance id"
+        );
         let children = Arc::new(Children::new(
             hub.clone(),
             registry.clone(),
-            child_settings(&config, delegators.self_secret(), agent_tokens),
+            child_settings(&config, delegators.self_secret(), agent_tokens, &hops),
             &base_url,
             wake_sender,
         ));
@@ -197,7 +209,8 @@ impl Runtime {
         };
         let tasks = Arc::new(
             Tasks::with_rules(hub, engine.clone(), rules)
-                .with_input_limits(input_limits(&config, &models)),
+                .with_input_limits(input_limits(&config, &models))
+                .with_hops(hops),
         );
         Ok(Runtime {
             config,
@@ -362,6 +375,7 @@ fn child_settings(
     config: &Config,
     self_secret: &str,
     tokens: HashMap<String, String>,
+    hops: &HopRules,
 ) -> ChildSettings {
     ChildSettings {
         self_secret: self_secret.to_string(),
@@ -370,6 +384,7 @@ fn child_settings(
         max_depth: config.limits.max_subtask_depth,
         max_children: config.limits.max_children_per_task,
         max_parallel: config.limits.max_parallel_children,
+        hops: hops.clone(),
         models: model_names(config),
         unreachable_after: std::time::Duration::from_secs(config.limits.subtask_unreachable_secs),
         deadline: std::time::Duration::from_secs(config.limits.subtask_deadline_secs),

@@ -3,6 +3,9 @@
 //! contacts anything.
 
 mod agents_support;
+mod support {
+    pub mod captured_logs;
+}
 
 use std::time::{Duration, Instant};
 
@@ -154,6 +157,41 @@ async fn an_agent_that_requires_our_own_task_extension_is_registered() {
     .await;
     let discovery = discover(&[agent("peer", &peer.url)]).await;
     assert!(discovery.refused.is_empty(), "{:?}", discovery.refused);
+}
+
+#[tokio::test]
+async fn an_agent_whose_card_points_back_at_this_harness_is_not_registered_and_the_log_says_so() {
+    let (logs, _guard) = support::captured_logs::CapturedLogs::on_this_thread();
+    // The card is served elsewhere, but its interface is this harness under another spelling.
+    let mirror =
+        CardServer::card(|_| card_json("HTTP://127.0.0.1:8080/", "Mirror", "Me.", &[])).await;
+    let good = CardServer::card(|url| card_json(url, "Good", "Fine.", &[])).await;
+    let discovery = discover(&[
+        agent("mirror", &mirror.url),
+        // Listed at this harness's own base URL: refused without a fetch.
+        agent("itself", "http://127.0.0.1:8080/"),
+        agent("good", &good.url),
+    ])
+    .await;
+    assert_eq!(discovery.registry.ids(), ["self", "good"]);
+    assert_eq!(
+        refusal_of(&discovery, "mirror").to_string(),
+        "its card's interface URL \"HTTP://127.0.0.1:8080/\" is this harness's own base URL: the agent would be `self` under another id, and delegating to it would loop back here; give sub-tasks to self instead"
+    );
+    assert!(matches!(
+        refusal_of(&discovery, "itself"),
+        Refusal::OwnUrl {
+            what: "the agent's url",
+            ..
+        }
+    ));
+    let log = logs.text();
+    assert!(
+        log.lines().any(|line| line.contains("agent=mirror")
+            && line.contains("agents: not registered: its card's interface URL")
+            && line.contains("own base URL")),
+        "{log}"
+    );
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ use serde_json::{Map, Number, Value, json};
 
 use crate::a2a::types::timestamp_now;
 use crate::tasks::TaskError;
+use crate::tasks::hops::{self, HopRefusal, RefusalReason};
 
 /// The only JSON-RPC version spoken.
 pub const JSONRPC_VERSION: &str = "2.0";
@@ -195,9 +196,24 @@ impl From<TaskError> for RpcError {
                 .with_metadata("taskId", id)
                 .with_metadata("state", state.wire_name()),
             TaskError::InvalidParams(detail) => RpcError::invalid_params("", detail),
+            TaskError::Delegation(refusal) => delegation_refused(&refusal),
             TaskError::Unsupported(detail) => RpcError::unsupported(detail),
             TaskError::Internal(detail) => RpcError::internal(detail),
         }
+    }
+}
+
+/// A new task refused for its delegation: invalid params naming the field, its `ErrorInfo`
+/// metadata saying why ([`hops::REFUSAL_KEY`]) and, for too many hops, the count and the limit,
+/// so that a parent harness tells a loop from a chain gone too far on every binding.
+fn delegation_refused(refusal: &HopRefusal) -> RpcError {
+    let error = RpcError::invalid_params(&refusal.field, &refusal.message)
+        .with_metadata(hops::REFUSAL_KEY, refusal.reason.code());
+    match refusal.reason {
+        RefusalReason::Cycle => error,
+        RefusalReason::TooManyHops { hops: count, max } => error
+            .with_metadata(hops::HOPS_KEY, count.to_string())
+            .with_metadata(hops::MAX_HOPS_KEY, max.to_string()),
     }
 }
 
@@ -402,6 +418,35 @@ mod tests {
         let error = RpcError::from(TaskError::NotFound("t9".into()));
         assert_eq!(error.data[0]["reason"], "TASK_NOT_FOUND");
         assert_eq!(error.data[0]["metadata"]["taskId"], "t9");
+    }
+
+    #[test]
+    fn a_delegation_refusal_is_invalid_params_naming_the_field_and_the_reason() {
+        let refusal = |reason| {
+            RpcError::from(TaskError::Delegation(HopRefusal {
+                field: "task.delegation.hops".into(),
+                reason,
+                message: "5 hops".into(),
+            }))
+        };
+        let error = refusal(RefusalReason::TooManyHops { hops: 5, max: 4 });
+        assert_eq!(error.code, INVALID_PARAMS);
+        assert_eq!(
+            error.message,
+            "invalid params: task.delegation.hops: 5 hops"
+        );
+        let metadata = &error.data[0]["metadata"];
+        assert_eq!(metadata[hops::REFUSAL_KEY], hops::HOPS_REASON);
+        assert_eq!(metadata[hops::HOPS_KEY], "5");
+        assert_eq!(metadata[hops::MAX_HOPS_KEY], "4");
+        assert_eq!(metadata["field"], "task.delegation.hops");
+        assert_eq!(error.data[1]["@type"], BAD_REQUEST_TYPE);
+        let error = refusal(RefusalReason::Cycle);
+        assert_eq!(
+            error.data[0]["metadata"][hops::REFUSAL_KEY],
+            hops::CYCLE_REASON
+        );
+        assert_eq!(error.data[0]["reason"], "INVALID_PARAMS");
     }
 
     #[test]

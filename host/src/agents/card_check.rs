@@ -68,7 +68,7 @@ pub fn check_card(card: &AgentCard) -> Result<String, CardProblem> {
 
 /// Card text for a log line: cleaned (no control characters that could forge log lines or
 /// drive a terminal) and cut.
-fn quote(text: &str) -> String {
+pub(super) fn quote(text: &str) -> String {
     let cleaned = clean(text);
     match cleaned.char_indices().nth(MAX_QUOTED_CHARS) {
         Some((at, _)) => format!("\"{}…\"", &cleaned[..at]),

@@ -13,6 +13,7 @@ pub mod card_check;
 pub mod card_fetch;
 pub mod clean;
 pub mod own_card;
+pub mod own_url;
 pub mod registry;
 pub mod roster;
 pub mod section;

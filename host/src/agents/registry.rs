@@ -11,8 +11,9 @@ use std::time::Duration;
 use crate::a2a::types::AgentCard;
 use crate::config::AgentConfig;
 
-use super::card_check::{CardProblem, check_card};
+use super::card_check::{CardProblem, check_card, quote};
 use super::card_fetch::{CardFetcher, FetchError};
+use super::own_url::is_own_url;
 use super::unknown::UnknownAgent;
 
 /// The id that names this harness itself; `spawn_subtask` with no agent means it too.
@@ -42,6 +43,12 @@ pub enum Refusal {
     Fetch(#[from] FetchError),
     #[error(transparent)]
     Card(#[from] CardProblem),
+    /// The agent is this harness: `agents[].url`, or its card's interface URL, is this
+    /// harness's own base URL.
+    #[error(
+        "{what} {url} is this harness's own base URL: the agent would be `self` under another id, and delegating to it would loop back here; give sub-tasks to self instead"
+    )]
+    OwnUrl { what: &'static str, url: String },
 }
 
 /// A configured agent that is not registered, and why.
@@ -97,8 +104,10 @@ impl Registry {
         }
         let outcomes: Vec<Result<RegisteredAgent, Refusal>> = match CardFetcher::new(timeout) {
             Ok(fetcher) => {
-                futures::future::join_all(agents.iter().map(|agent| register(&fetcher, agent)))
-                    .await
+                let registering = agents
+                    .iter()
+                    .map(|agent| register(&fetcher, agent, base_url));
+                futures::future::join_all(registering).await
             }
             Err(err) => agents.iter().map(|_| Err(err.clone().into())).collect(),
         };
@@ -162,10 +171,28 @@ impl Registry {
     }
 }
 
-/// Fetches and checks one agent's card.
-async fn register(fetcher: &CardFetcher, agent: &AgentConfig) -> Result<RegisteredAgent, Refusal> {
+/// Fetches and checks one agent's card. An agent at this harness's own base URL is refused
+/// without a fetch (this harness serves nothing until start-up is done, so the fetch would only
+/// time out), and so is one whose card sends its calls there.
+async fn register(
+    fetcher: &CardFetcher,
+    agent: &AgentConfig,
+    base_url: &str,
+) -> Result<RegisteredAgent, Refusal> {
+    if is_own_url(&agent.url, base_url) {
+        return Err(Refusal::OwnUrl {
+            what: "the agent's url",
+            url: quote(&agent.url),
+        });
+    }
     let card = fetcher.fetch(&agent.url).await?;
     let interface_url = check_card(&card)?;
+    if is_own_url(&interface_url, base_url) {
+        return Err(Refusal::OwnUrl {
+            what: "its card's interface URL",
+            url: quote(&interface_url),
+        });
+    }
     Ok(RegisteredAgent {
         id: agent.id.clone(),
         card,

@@ -88,6 +88,12 @@ pub(super) fn max_parallel_children() -> u32 {
     8
 }
 
+/// Four hops: a front desk, a specialist, and two more behind it is as far as an honest
+/// delegation goes; a loop between harnesses is caught sooner by the chain itself.
+pub(super) fn max_delegation_hops() -> u32 {
+    4
+}
+
 pub(super) fn subtask_unreachable_secs() -> u64 {
     300
 }

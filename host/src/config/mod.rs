@@ -19,7 +19,7 @@ pub use card::{CardConfig, CardSkillConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
 pub use skills::{DEFAULT_SKILLS_DIR, MAX_SKILL_DIRS, SkillFolder, SkillsConfig};
-pub use validate::SELF_AGENT_ID;
+pub use validate::{MAX_DELEGATION_HOPS, SELF_AGENT_ID};
 
 /// Why configuration could not be used. `setting` is the dotted path of the offending key.
 #[derive(Debug, thiserror::Error)]
@@ -300,6 +300,11 @@ pub struct LimitsConfig {
     /// delegating to itself cannot recurse without end.
     #[serde(default = "defaults::max_subtask_depth")]
     pub max_subtask_depth: u32,
+    /// How many hops from harness to harness a delegated task may have come (a task a person
+    /// created has 0), so that harnesses delegating to each other end at a bound; a new task
+    /// past it is refused, and a child that would be is not sent.
+    #[serde(default = "defaults::max_delegation_hops")]
+    pub max_delegation_hops: u32,
     /// Seconds a sub-task's agent may stay unreachable before the parent is told the sub-task
     /// failed, so that a dead agent does not hold its parent open for ever.
     #[serde(default = "defaults::subtask_unreachable_secs")]
@@ -329,6 +334,7 @@ impl Default for LimitsConfig {
         LimitsConfig {
             max_turns: defaults::max_turns(),
             max_subtask_depth: defaults::max_subtask_depth(),
+            max_delegation_hops: defaults::max_delegation_hops(),
             subtask_unreachable_secs: defaults::subtask_unreachable_secs(),
             subtask_deadline_secs: defaults::subtask_deadline_secs(),
             task_token_budget: None,

@@ -83,6 +83,7 @@ const SECTIONS: [Section; 12] = [
             ("max_subtask_depth", Count),
             ("max_children_per_task", Count),
             ("max_parallel_children", Count),
+            ("max_delegation_hops", Count),
             ("subtask_unreachable_secs", Count),
         ],
     ),

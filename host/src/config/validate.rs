@@ -11,6 +11,10 @@ pub const MAX_AGENT_ID_CHARS: usize = 64;
 /// The longest `limits.subtask_deadline_secs`: thirty days. A longer wait is no deadline, and the
 /// bound keeps the deadline's arithmetic far from overflow.
 pub const MAX_SUBTASK_DEADLINE_SECS: u64 = 30 * 24 * 3600;
+/// The largest `limits.max_delegation_hops`, and so the longest delegation chain a harness
+/// accepts: an honest delegation is a handful of hops, and a bound on the chain keeps a hostile
+/// one cheap to check and store.
+pub const MAX_DELEGATION_HOPS: u32 = 32;
 /// The longest `server.header_read_timeout_secs`: a request head is a few kilobytes, and an
 /// honest client sends it in well under a minute even on a poor link.
 pub const MAX_HEADER_READ_TIMEOUT_SECS: u64 = 300;
@@ -286,6 +290,14 @@ fn validate_limits(config: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
+    if limits.max_delegation_hops > MAX_DELEGATION_HOPS {
+        return Err(ConfigError::invalid(
+            "limits.max_delegation_hops",
+            format!(
+                "must be from 0 (no delegation to other agents) to {MAX_DELEGATION_HOPS}, the longest delegation chain a harness accepts"
+            ),
+        ));
+    }
     if limits.subtask_unreachable_secs == 0 {
         return Err(ConfigError::invalid(
             "limits.subtask_unreachable_secs",
@@ -552,6 +564,18 @@ mod tests {
                 "limits.subtask_deadline_secs: must be from 1 to 2592000 seconds (30 days)"
             );
         }
+    }
+
+    #[test]
+    fn delegation_hops_default_to_four_and_are_bounded_golden() {
+        let config = Config::parse("", Path::new("config.toml")).unwrap();
+        assert_eq!(config.limits.max_delegation_hops, 4);
+        let none = Config::parse("[limits]\nmax_delegation_hops = 0\n", Path::new("c.toml"));
+        assert_eq!(none.unwrap().limits.max_delegation_hops, 0);
+        assert_eq!(
+            error_of("[limits]\nmax_delegation_hops = 33\n"),
+            "limits.max_delegation_hops: must be from 0 (no delegation to other agents) to 32, the longest delegation chain a harness accepts"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::hops::Delegation;
 use crate::model::Usage;
 
 /// The key under `Task.metadata` that holds the extension.
@@ -214,6 +215,11 @@ pub struct TaskExtension {
     /// written by the harness with each call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// The harnesses the task was delegated through and its hops from harness to harness
+    /// (`tasks::hops`): from its brief, checked when it was created, extended by its children
+    /// on other agents. Absent for a task a person created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delegation: Option<Delegation>,
 }
 
 impl TaskExtension {
@@ -249,6 +255,7 @@ impl TaskExtension {
             reasoning_effort: None,
             token_budget: None,
             usage: None,
+            delegation: None,
         }
     }
 

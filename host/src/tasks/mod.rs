@@ -7,6 +7,7 @@ pub mod envelope;
 pub mod events;
 pub mod extension;
 pub mod handler;
+pub mod hops;
 pub mod hub;
 pub mod input_limit;
 pub mod live_records;

@@ -57,10 +57,23 @@ pub enum TaskError {
     Terminal { id: String, state: TaskState },
     #[error("{0}")]
     InvalidParams(String),
+    /// A new task refused for its delegation chain (a loop between harnesses, or too many
+    /// hops): invalid params whose error says why in a form a parent can read.
+    #[error(transparent)]
+    Delegation(#[from] super::hops::HopRefusal),
     #[error("{0}")]
     Unsupported(String),
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<super::hops::HopError> for TaskError {
+    fn from(error: super::hops::HopError) -> TaskError {
+        match error {
+            super::hops::HopError::Invalid(message) => TaskError::InvalidParams(message),
+            super::hops::HopError::Refused(refusal) => TaskError::Delegation(refusal),
+        }
+    }
 }
 
 /// What the protocol server needs from the harness. One implementation, [`crate::tasks::Tasks`].

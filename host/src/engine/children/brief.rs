@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::a2a::types::{Message, Part, Role};
 use crate::tasks::extension::{ENVELOPE_MEDIA_TYPE, Lifecycle, Participant};
+use crate::tasks::hops::{self, Delegation};
 
 /// What the parent asks of a child: the same fields whichever agent runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +36,9 @@ pub struct Delivery<'a> {
     /// `budget`, what the parent has left of its token budget (`None`: no budget).
     pub own: bool,
     pub budget: Option<u64>,
+    /// The delegation the child carries (`children::hops`): in the envelope, else in the
+    /// message's metadata, for any agent; left out when there is none to tell.
+    pub delegation: Option<&'a Delegation>,
 }
 
 /// The message that creates the child. Its id is chosen by the parent so that sending it again
@@ -48,10 +52,17 @@ pub fn child_message(brief: &ChildBrief, message_id: &str, delivery: Delivery<'_
     } else {
         Part::text(text_brief(brief))
     };
+    // In the envelope when there is one (`envelope_payload`), else beside the text.
+    let metadata = told(delivery).filter(|_| !delivery.envelope).map(|d| {
+        [(hops::METADATA_KEY.to_string(), d.to_value())]
+            .into_iter()
+            .collect()
+    });
     Message {
         message_id: message_id.to_string(),
         role: Role::User,
         parts: vec![part],
+        metadata,
         ..Message::default()
     }
 }
@@ -85,6 +96,9 @@ fn envelope_payload(brief: &ChildBrief, delivery: Delivery<'_>) -> Value {
                 json!([{ "task_id": task_id, "agent": { "kind": "agent", "id": agent } }]);
         }
     }
+    if let Some(delegation) = told(delivery) {
+        payload["delegation"] = delegation.to_value();
+    }
     // Model names and budgets are this harness's own: another agent would not know the one and
     // spends its own tokens against the other.
     if delivery.own && delivery.trusted {
@@ -96,6 +110,14 @@ fn envelope_payload(brief: &ChildBrief, delivery: Delivery<'_>) -> Value {
         }
     }
     payload
+}
+
+/// The delegation worth telling the child: none for a child on this harness of a task a person
+/// created (no chain, no hops), which would only say what its absence says.
+fn told<'a>(delivery: Delivery<'a>) -> Option<&'a Delegation> {
+    delivery
+        .delegation
+        .filter(|delegation| **delegation != Delegation::default())
 }
 
 /// The brief for an agent that does not speak the task extension: the goal, then the
@@ -161,6 +183,7 @@ mod tests {
             parent: None,
             own: false,
             budget: None,
+            delegation: None,
         };
         let message = child_message(&brief(), "m-1", delivery);
         assert_eq!(message.message_id, "m-1");
@@ -176,6 +199,7 @@ mod tests {
             parent: Some(("parent-1", "self")),
             own: false,
             budget: Some(500),
+            delegation: None,
         };
         let message = child_message(&brief(), "m-1", delivery);
         let part = &message.parts[0];
@@ -200,6 +224,7 @@ mod tests {
             parent: Some(("parent-1", "self")),
             own: true,
             budget: Some(1_250),
+            delegation: None,
         };
         let message = child_message(&brief(), "m-1", delivery);
         let payload = &message.parts[0].data.as_ref().unwrap()["payload"];
@@ -224,6 +249,7 @@ mod tests {
             parent: Some(("parent-1", "self")),
             own: false,
             budget: Some(9),
+            delegation: None,
         };
         let message = child_message(&brief, "m-1", delivery);
         let payload = &message.parts[0].data.as_ref().unwrap()["payload"];
@@ -239,5 +265,44 @@ mod tests {
                 "{key} sent to an untrusting agent"
             );
         }
+    }
+
+    #[test]
+    fn the_delegation_rides_in_the_envelope_or_else_in_the_message_metadata() {
+        let delegation = Delegation {
+            chain: vec!["i-1".to_string()],
+            hops: 1,
+        };
+        let delivery = Delivery {
+            envelope: true,
+            trusted: false,
+            parent: None,
+            own: false,
+            budget: None,
+            delegation: Some(&delegation),
+        };
+        let message = child_message(&brief(), "m-1", delivery);
+        let payload = &message.parts[0].data.as_ref().unwrap()["payload"];
+        assert_eq!(payload["delegation"], json!({"chain": ["i-1"], "hops": 1}));
+        assert!(message.metadata.is_none());
+        let text = Delivery {
+            envelope: false,
+            ..delivery
+        };
+        let message = child_message(&brief(), "m-1", text);
+        assert_eq!(
+            message.metadata.unwrap()[hops::METADATA_KEY],
+            json!({"chain": ["i-1"], "hops": 1})
+        );
+        let none = Delegation::default();
+        let root_on_self = Delivery {
+            delegation: Some(&none),
+            ..text
+        };
+        assert!(
+            child_message(&brief(), "m-1", root_on_self)
+                .metadata
+                .is_none()
+        );
     }
 }

@@ -7,6 +7,7 @@ pub mod brief;
 pub mod choice;
 mod deadline;
 mod follower;
+pub mod hops;
 mod message;
 pub mod report;
 
@@ -30,6 +31,7 @@ use crate::agents::{Registry, SELF_ID};
 use crate::model::Redactor;
 use crate::store::{Store, StoreError};
 use crate::tasks::extension::{AgentRef, EXTENSION_URI, TaskLink};
+use crate::tasks::hops::HopRules;
 use crate::tasks::hub::TaskHub;
 use crate::tasks::record::TaskRecord;
 
@@ -61,6 +63,8 @@ pub struct ChildSettings {
     pub max_children: u32,
     /// `[limits] max_parallel_children`: sub-tasks of one task open at once.
     pub max_parallel: u32,
+    /// This harness in delegation chains and `[limits] max_delegation_hops` (`hops`).
+    pub hops: HopRules,
     /// The names of `[models.*]`: the models a child on this harness may be asked to run on.
     pub models: Vec<String>,
     /// `[limits] subtask_unreachable_secs`: how long a child's agent may stay unreachable
@@ -160,6 +164,7 @@ impl Children {
         }
         self.check_fan_out(request.parent)?;
         let agent_id = agent.id.clone();
+        let delegation = hops::for_child(&self.settings.hops, request.parent, &agent_id)?;
         let own = agent_id == SELF_ID;
         let reserved = budget::reservation(request.parent);
         choice::check(
@@ -184,6 +189,7 @@ impl Children {
             )),
             own,
             budget,
+            delegation: Some(&delegation),
         };
         let message = child_message(&request.brief, &request.message_id, delivery);
         let send = SendMessageRequest {
@@ -195,10 +201,10 @@ impl Children {
             }),
             metadata: None,
         };
-        let response = client
-            .send_message(send)
-            .await
-            .map_err(|err| self.unreachable_error(&agent_id, "create the sub-task", &err))?;
+        let response = client.send_message(send).await.map_err(|err| {
+            hops::refused_by_agent(&agent_id, &err)
+                .unwrap_or_else(|| self.unreachable_error(&agent_id, "create the sub-task", &err))
+        })?;
         match response {
             SendMessageResponse::Task(task) if !is_usable_task_id(&task.id) => {
                 tracing::warn!(parent = %request.parent.id, agent = %agent_id, id = %crate::log_field::escape(&task.id), "the agent named its task with an unusable id");

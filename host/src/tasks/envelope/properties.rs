@@ -16,7 +16,7 @@ use crate::tasks::extension::Lifecycle;
 use crate::tasks::extension::{AgentRef, ParticipantKind, TaskLink};
 
 /// Every key a brief's payload may hold, as [`TaskExtension`] names them.
-const BRIEF_KEYS: [&str; 15] = [
+const BRIEF_KEYS: [&str; 16] = [
     "name",
     "goal",
     "type",
@@ -31,6 +31,7 @@ const BRIEF_KEYS: [&str; 15] = [
     "reasoning_effort",
     "token_budget",
     "usage",
+    "delegation",
     "kind",
 ];
 
