@@ -5,6 +5,9 @@
 //! `[agent.cycle]` or `[agent.depth]`.
 
 mod delegation_support;
+mod support {
+    pub mod harness_process;
+}
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,7 +27,7 @@ use tiny_harness::a2a::types::{
     SendMessageResponse, TaskState,
 };
 use tiny_harness::model::ModelRequest;
-use tiny_harness::tasks::extension::ENVELOPE_MEDIA_TYPE;
+use tiny_harness::tasks::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 use tiny_harness::tasks::hops::{CYCLE_REASON, HOPS_REASON, METADATA_KEY, REFUSAL_KEY};
 
 /// What a liveness check may take: the issue's bound for a harness that keeps serving.
@@ -179,20 +182,30 @@ async fn refused(
 
 /// The harness answers its card and a third client's `SendMessage` within a second.
 async fn assert_serving(node: &Node, who: &str) {
+    assert_serving_at(&node.url, who, false).await;
+}
+
+/// [`assert_serving`] for the harness at `url`; with `immediately`, the `SendMessage` asks for
+/// the task at once rather than its answer (a scripted harness delegates a ping like any task).
+async fn assert_serving_at(url: &str, who: &str, immediately: bool) {
     let started = Instant::now();
     let card = tokio::time::timeout(
         ANSWER_WITHIN,
-        reqwest::get(format!("{}/.well-known/agent-card.json", node.url)),
+        reqwest::get(format!("{url}/.well-known/agent-card.json")),
     )
     .await
     .unwrap_or_else(|_| panic!("{who} did not answer its card within a second"))
     .unwrap();
     assert!(card.status().is_success(), "{who}: {}", card.status());
-    let carol = node.client_as("carol");
-    let task = tokio::time::timeout(ANSWER_WITHIN, send_text(&carol, "", PING, false))
+    let carol = A2aClient::new(url.to_string())
+        .unwrap()
+        .with_participant("carol");
+    let task = tokio::time::timeout(ANSWER_WITHIN, send_text(&carol, "", PING, immediately))
         .await
         .unwrap_or_else(|_| panic!("{who} did not answer a SendMessage within a second"));
-    assert_eq!(answer(&task), "pong", "{who}");
+    if !immediately {
+        assert_eq!(answer(&task), "pong", "{who}");
+    }
     eprintln!(
         "{who} answered its card and a ping in {:?}",
         started.elapsed()
@@ -514,4 +527,107 @@ async fn a_card_pointing_back_at_the_harness_under_another_spelling_is_stopped_b
     );
     assert_eq!(count_tasks(&node.client).await, 1);
     assert_eq!(count_tasks(&node.client_as("solo")).await, 0);
+}
+
+/// A harness process whose scripted model delegates every task to `other`, waits, then answers.
+const DELEGATING_SCRIPT: &str = r#"
+[[reply]]
+[[reply.tool_calls]]
+name = "spawn_subtask"
+arguments = { name = "hand over", goal = "Do the work.", agent = "OTHER" }
+
+[[reply]]
+delay_ms = 1500
+text = "waiting for the other harness"
+
+[[reply]]
+text = "done"
+"#;
+
+/// A `harness serve` process, killed when dropped.
+struct Process(std::process::Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `harness serve` named `name` in `dir`, listing `other` at `other_url`.
+fn harness_process(
+    dir: &std::path::Path,
+    name: &str,
+    other: &str,
+    other_url: &str,
+) -> (Process, String) {
+    std::fs::write(
+        dir.join(format!("{name}.script.toml")),
+        DELEGATING_SCRIPT.replace("OTHER", other),
+    )
+    .unwrap();
+    let config = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nbind = \"127.0.0.1:0\"\n[store]\npath = \"{name}.db\"\n\
+             [model]\nprovider = \"scripted\"\nscript = \"{name}.script.toml\"\n\
+             [card]\nname = \"{name}\"\n[[agents]]\nid = \"{other}\"\nurl = \"{other_url}\"\n"
+        ),
+    )
+    .unwrap();
+    let (child, url) = support::harness_process::serve(&config);
+    (Process(child), url)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_harness_processes_listing_each_other_create_a_bounded_number_of_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let front = Front::start("harness-a").await;
+    let (_b, b_url) = harness_process(dir.path(), "harness-b", "a", &front.url);
+    let (_a, a_url) = harness_process(dir.path(), "harness-a", "b", &b_url);
+    front.forward_to(&a_url);
+    let started = Instant::now();
+    let user = A2aClient::new(a_url.clone())
+        .unwrap()
+        .with_extensions(vec![EXTENSION_URI.to_string()]);
+    let root = send_text(&user, "", "Balance the books.", true).await;
+
+    // While the models wait, each harness answers its card and a third client at once; each
+    // ping is a task that delegates like the root, and is bounded the same way.
+    wait_for(&user, &root.id, |t| !sub_tasks(t).is_empty()).await;
+    assert_serving_at(&a_url, "harness-a process (during)", true).await;
+    assert_serving_at(&b_url, "harness-b process (during)", true).await;
+    let done = wait_for(&user, &root.id, is_terminal).await;
+    assert_eq!(done.status.state, TaskState::Completed, "{done:?}");
+    eprintln!("two processes: the root settled in {:?}", started.elapsed());
+
+    // Root on A -> its child on B (refused onward as a loop). Carol's ping on A -> a child on B;
+    // her ping on B -> a child on A, whose own child on B is refused as a loop.
+    let count = |url: &str, who: &str| {
+        let client = A2aClient::new(url.to_string())
+            .unwrap()
+            .with_participant(who);
+        async move { count_tasks(&client).await }
+    };
+    let settle = Instant::now() + Duration::from_secs(30);
+    let expected = (1, 1, 1, 2, 1);
+    let mut counts;
+    loop {
+        counts = (
+            count(&a_url, "user").await,
+            count(&a_url, "carol").await,
+            count(&a_url, "harness-b").await,
+            count(&b_url, "harness-a").await,
+            count(&b_url, "carol").await,
+        );
+        if counts == expected || Instant::now() > settle {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("two processes: tasks (A user, A carol, A from B, B from A, B carol) = {counts:?}");
+    assert_eq!(counts, expected);
+    assert_serving_at(&a_url, "harness-a process (after)", true).await;
+    assert_serving_at(&b_url, "harness-b process (after)", true).await;
 }
