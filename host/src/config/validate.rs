@@ -11,9 +11,7 @@ pub const MAX_AGENT_ID_CHARS: usize = 64;
 /// The longest `limits.subtask_deadline_secs`: thirty days. A longer wait is no deadline, and the
 /// bound keeps the deadline's arithmetic far from overflow.
 pub const MAX_SUBTASK_DEADLINE_SECS: u64 = 30 * 24 * 3600;
-/// The largest `limits.max_delegation_hops`, and so the longest delegation chain a harness
-/// accepts: an honest delegation is a handful of hops, and a bound on the chain keeps a hostile
-/// one cheap to check and store.
+/// The largest `limits.max_delegation_hops`: the longest delegation chain a harness accepts.
 pub const MAX_DELEGATION_HOPS: u32 = 32;
 /// The longest `server.header_read_timeout_secs`: a request head is a few kilobytes, and an
 /// honest client sends it in well under a minute even on a poor link.
@@ -291,12 +289,10 @@ fn validate_limits(config: &Config) -> Result<(), ConfigError> {
         ));
     }
     if limits.max_delegation_hops > MAX_DELEGATION_HOPS {
-        return Err(ConfigError::invalid(
-            "limits.max_delegation_hops",
-            format!(
-                "must be from 0 (no delegation to other agents) to {MAX_DELEGATION_HOPS}, the longest delegation chain a harness accepts"
-            ),
-        ));
+        let why = format!(
+            "must be from 0 (no delegation to other agents) to {MAX_DELEGATION_HOPS}, the longest delegation chain a harness accepts"
+        );
+        return Err(ConfigError::invalid("limits.max_delegation_hops", why));
     }
     if limits.subtask_unreachable_secs == 0 {
         return Err(ConfigError::invalid(
