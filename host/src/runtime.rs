@@ -206,11 +206,11 @@ impl Runtime {
         let rules = BriefRules {
             models: model_names(&config),
             task_token_budget: config.limits.task_token_budget,
+            hops,
         };
         let tasks = Arc::new(
             Tasks::with_rules(hub, engine.clone(), rules)
-                .with_input_limits(input_limits(&config, &models))
-                .with_hops(hops),
+                .with_input_limits(input_limits(&config, &models)),
         );
         Ok(Runtime {
             config,

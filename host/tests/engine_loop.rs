@@ -623,6 +623,7 @@ async fn a_task_on_a_named_model_has_its_turns_and_its_summaries_made_by_that_mo
     let rules = BriefRules {
         models: vec!["deep".to_string()],
         task_token_budget: None,
+        ..BriefRules::default()
     };
     let h = harness_with(
         Arc::new(Store::open_in_memory().unwrap()),

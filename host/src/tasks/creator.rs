@@ -5,6 +5,7 @@
 //! the task it made.
 
 use super::extension::{Lifecycle, Participant, ParticipantKind, Role, TaskExtension};
+use super::hops::HopRules;
 use super::service::{Caller, TaskError};
 use super::trust::Delegators;
 use crate::a2a::types::Message;
@@ -23,6 +24,9 @@ pub struct BriefRules {
     pub models: Vec<String>,
     /// `limits.task_token_budget`: the budget of every task, unless its brief asks for less.
     pub task_token_budget: Option<u64>,
+    /// This harness in delegation chains and `limits.max_delegation_hops`: what a new task's
+    /// delegation is checked against (`tasks::hops`).
+    pub hops: HopRules,
 }
 
 impl BriefRules {
@@ -227,6 +231,7 @@ mod tests {
         BriefRules {
             models: vec!["big".to_string(), "small".to_string()],
             task_token_budget: Some(10_000),
+            ..BriefRules::default()
         }
     }
 

@@ -9,7 +9,7 @@ use super::creator::{BriefRules, check_new_brief, join_as_admin, sender_of};
 use super::envelope::{BriefChange, read_brief};
 use super::events::TaskEvents;
 use super::extension::TaskExtension;
-use super::hops::{self, HopRules};
+use super::hops;
 use super::hub::{Change, Created, TaskHub};
 use super::input_limit::InputLimits;
 use super::record::TaskRecord;
@@ -34,8 +34,6 @@ pub struct Tasks {
     rules: BriefRules,
     /// What one message may bring to the model of the task it creates or continues.
     inputs: InputLimits,
-    /// This harness in delegation chains, and `limits.max_delegation_hops`.
-    hops: HopRules,
 }
 
 impl From<StoreError> for TaskError {
@@ -60,7 +58,6 @@ impl Tasks {
             engine,
             rules,
             inputs: InputLimits::default(),
-            hops: HopRules::default(),
         }
     }
 
@@ -68,13 +65,6 @@ impl Tasks {
     /// one too big for its task's model is refused whole.
     pub fn with_input_limits(mut self, inputs: InputLimits) -> Tasks {
         self.inputs = inputs;
-        self
-    }
-
-    /// The service with these delegation rules: the instance this harness is in delegation
-    /// chains (its children carry the same) and the hops a new task may have come.
-    pub fn with_hops(mut self, hops: HopRules) -> Tasks {
-        self.hops = hops;
         self
     }
 
@@ -162,10 +152,7 @@ impl Tasks {
         };
         // A loop between harnesses, or a chain gone too far, is refused before anything is
         // written: its refusal costs a parse and a comparison, not a task.
-        ext.delegation = match hops::read(&message, ext.delegation.take())? {
-            Some((delegation, source)) => Some(hops::admit(&self.hops, delegation, source)?),
-            None => None,
-        };
+        ext.delegation = hops::of_new_task(&self.rules.hops, &message, ext.delegation.take())?;
         check_new_brief(&ext, sender, *trusted, &self.rules)?;
         self.inputs.check_new(&message, &ext, from_envelope)?;
         ext.token_budget = self.rules.budget_for(&ext);

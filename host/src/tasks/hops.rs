@@ -161,6 +161,17 @@ impl Source {
     }
 }
 
+/// The delegation a new task keeps: what its message carries ([`read`]), [`admit`]ted.
+pub fn of_new_task(
+    rules: &HopRules,
+    message: &Message,
+    from_envelope: Option<Delegation>,
+) -> Result<Option<Delegation>, HopError> {
+    read(message, from_envelope)?
+        .map(|(delegation, source)| admit(rules, delegation, source))
+        .transpose()
+}
+
 /// The delegation a new task's message carries: the envelope's (`from_envelope`, already parsed
 /// with the brief) or the metadata's; a message carrying both is refused, so no sender can show
 /// one chain to one reader and another to the next.

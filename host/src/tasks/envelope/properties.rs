@@ -40,6 +40,7 @@ fn rules() -> BriefRules {
     BriefRules {
         models: vec!["big".to_string(), "small".to_string()],
         task_token_budget: Some(1_000),
+        ..BriefRules::default()
     }
 }
 
