@@ -200,7 +200,8 @@ impl TaskHub {
     }
 
     /// Records where a child of a terminal task ended: sets the state of the task's sub-task row
-    /// for `child` on `agent`, when the row is not terminal yet. This is the one write a terminal task takes,
+    /// for `child` on `agent`, and what the child reported spending (`spent`, when it said),
+    /// when the row is not terminal yet. This is the one write a terminal task takes,
     /// so that a canceled or failed parent still says how each child it canceled ended; its
     /// status, history, artifacts and journal never change, and nothing is announced. Returns
     /// whether the row changed. On a task still running, use [`TaskHub::change`].
@@ -210,6 +211,7 @@ impl TaskHub {
         agent: &str,
         child: &str,
         state: TaskState,
+        spent: Option<u64>,
     ) -> Result<bool, StoreError> {
         let (task_id, agent, child) = (task_id.to_string(), agent.to_string(), child.to_string());
         self.store
@@ -237,6 +239,9 @@ impl TaskHub {
                 }
                 let before = record.clone();
                 record.ext.sub_tasks[at].state = Some(state.wire_name().to_string());
+                if spent.is_some() {
+                    record.ext.sub_tasks[at].spent = spent;
+                }
                 tx.write_change(Some(&before), &record)?;
                 Ok(true)
             })

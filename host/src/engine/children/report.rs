@@ -166,7 +166,7 @@ pub async fn record(
     match change {
         Change::Applied(_, wrote_note) => Ok(wrote_note),
         Change::Terminal(_) => {
-            hub.settle_subtask_row(parent, &agent_id, &child_id, news.state)
+            hub.settle_subtask_row(parent, &agent_id, &child_id, news.state, news.spent)
                 .await?;
             Ok(false)
         }
