@@ -4,8 +4,8 @@
 use std::fmt;
 
 use super::compaction::is_over;
-use super::window::CHARS_PER_TOKEN;
-use crate::model::{ChatMessage, ModelRequest};
+use super::window::{CHARS_PER_TOKEN, message_chars};
+use crate::model::ModelRequest;
 
 /// The share of a turn budget, in percent, that a task's brief may take, and the same again
 /// for the text of one message. Every request carries the static prefix and the tool
@@ -61,22 +61,6 @@ impl RequestSize {
     /// Tokens compaction cannot touch: the instructions, the tools, the per-task sections.
     pub fn fixed(&self) -> usize {
         self.total.saturating_sub(self.history)
-    }
-}
-
-fn message_chars(message: &ChatMessage) -> usize {
-    match message {
-        ChatMessage::User { content } | ChatMessage::Tool { content, .. } => content.len(),
-        ChatMessage::Assistant {
-            content,
-            tool_calls,
-        } => {
-            content.len()
-                + tool_calls
-                    .iter()
-                    .map(|c| c.name.len() + c.arguments.len())
-                    .sum::<usize>()
-        }
     }
 }
 

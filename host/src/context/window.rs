@@ -235,7 +235,8 @@ fn json_len(value: &serde_json::Value) -> usize {
     count.0
 }
 
-fn message_chars(message: &ChatMessage) -> usize {
+/// A message's size in characters, as the estimate counts it.
+pub(super) fn message_chars(message: &ChatMessage) -> usize {
     match message {
         ChatMessage::User { content } => content.len(),
         ChatMessage::Assistant {
