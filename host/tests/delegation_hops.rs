@@ -313,7 +313,6 @@ async fn a_new_task_whose_chain_holds_this_harness_is_refused_with_nothing_creat
     );
     assert_eq!(data[0]["metadata"][REFUSAL_KEY], CYCLE_REASON);
     assert_eq!(count_tasks(&mallory).await, 0);
-    assert!(took < ANSWER_WITHIN, "{took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
