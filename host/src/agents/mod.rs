@@ -29,4 +29,4 @@ pub use section::{
     AGENT_PARAMETER_DESCRIPTION, MODEL_PARAMETER_DESCRIPTION, render_agents,
     render_agents_with_models,
 };
-pub use unknown::{UNKNOWN_AGENT_CODE, UnknownAgent};
+pub use unknown::{MAX_ECHOED_ID_CHARS, UNKNOWN_AGENT_CODE, UnknownAgent};

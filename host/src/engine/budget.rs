@@ -61,7 +61,7 @@ impl Budget {
     /// Why the task fails, once what its own calls `used` and what its `children` hold are
     /// past the budget; `None` while they are not.
     pub fn exceeded_by(&self, used: &Usage, children: u64) -> Option<String> {
-        let total = used.total() + children;
+        let total = used.total().saturating_add(children);
         if total <= self.tokens {
             return None;
         }
@@ -80,8 +80,8 @@ impl Budget {
     /// what its `children` hold and the call together would pass the budget. `None` when the
     /// call fits.
     pub fn next_call_over(&self, used: &Usage, children: u64, next: u64) -> Option<String> {
-        let spent = used.total() + children;
-        if spent + next <= self.tokens {
+        let spent = used.total().saturating_add(children);
+        if spent.saturating_add(next) <= self.tokens {
             return None;
         }
         let whose = if children == 0 {
@@ -130,7 +130,13 @@ pub fn reservation(record: &TaskRecord) -> Option<u64> {
 
 /// What a task's children hold of its budget, summed over its sub-task rows.
 pub fn held_by_children(record: &TaskRecord) -> u64 {
-    record.ext.sub_tasks.iter().map(held_by).sum()
+    // Saturating: a peer reports its own usage, and a huge count must not wrap to a small one.
+    record
+        .ext
+        .sub_tasks
+        .iter()
+        .map(held_by)
+        .fold(0, u64::saturating_add)
 }
 
 /// What one child holds: while open, its reservation (or what it reported spending, when
@@ -251,6 +257,24 @@ mod tests {
         assert_eq!(held_by_children(&parent), 300 + 150 + 40 + 50);
         assert_eq!(remaining(&parent), Some(1_000 - 100 - 540));
         assert_eq!(reservation(&parent), Some(180));
+    }
+
+    #[test]
+    fn a_peer_reporting_a_huge_usage_exhausts_the_budget_without_wrapping() {
+        let mut parent = record(Some(1_000), 100);
+        parent.ext.sub_tasks = vec![
+            child("TASK_STATE_COMPLETED", Some(10), Some(u64::MAX)),
+            child("TASK_STATE_COMPLETED", Some(10), Some(u64::MAX)),
+        ];
+        assert_eq!(held_by_children(&parent), u64::MAX);
+        assert_eq!(remaining(&parent), Some(0));
+        let budget = Budget::of(&parent, None).unwrap();
+        assert!(budget.exceeded_by(&used(100), u64::MAX).is_some());
+        assert!(
+            budget
+                .next_call_over(&used(100), u64::MAX, u64::MAX)
+                .is_some()
+        );
     }
 
     #[test]

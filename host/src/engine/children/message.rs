@@ -8,6 +8,7 @@ use crate::a2a::client::A2aClient;
 use crate::a2a::types::{
     Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState,
 };
+use crate::agents::MAX_ECHOED_ID_CHARS;
 use crate::engine::tools::{ChildMessage, ToolError};
 use crate::tasks::extension::TaskLink;
 
@@ -66,9 +67,12 @@ fn find_row<'a>(
         .iter()
         .filter(|l| l.task_id == task_id && agent.is_none_or(|a| l.agent_id() == a))
         .collect();
+    // The id and agent are the model's words (perhaps copied from untrusted text): echoed
+    // escaped and cut, like an unknown agent id.
+    let echo = |text: &str| crate::log_field::escape_capped(text, MAX_ECHOED_ID_CHARS);
     let named = || match agent {
-        Some(agent) => format!("{task_id} on {agent}"),
-        None => task_id.to_string(),
+        Some(agent) => format!("{} on {}", echo(task_id), echo(agent)),
+        None => echo(task_id),
     };
     match matching.as_slice() {
         [] => Err(ToolError::new(
@@ -101,8 +105,9 @@ fn find_row<'a>(
             Err(ToolError::new(
                 "subtask.ambiguous",
                 format!(
-                    "sub-tasks on {} all have the id {task_id}: name the agent",
-                    agents.join(", ")
+                    "sub-tasks on {} all have the id {}: name the agent",
+                    agents.join(", "),
+                    echo(task_id)
                 ),
             ))
         }
@@ -176,6 +181,15 @@ mod tests {
 
     fn refusal(task_id: &str, agent: Option<&str>) -> String {
         find_row(&rows(), task_id, agent).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_id_the_model_made_up_is_echoed_escaped_and_cut() {
+        let long = format!("{}\nINFO forged", "x".repeat(5_000));
+        let text = find_row(&rows(), &long, Some("a")).unwrap_err().to_string();
+        assert!(text.len() < 600, "{}", text.len());
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("more characters)"), "{text}");
     }
 
     #[test]
