@@ -16,7 +16,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use serde_json::{Value, json};
 
 use delegation_support::*;
@@ -66,22 +66,13 @@ type StubState = (Behaviour, Arc<Seen>);
 
 /// A stub A2A agent on 127.0.0.1:0 behaving as `behaviour`; its card advertises streaming.
 async fn stub_agent(behaviour: Behaviour) -> (String, Arc<Seen>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Seen::default());
-    let mut card = stub_card(&url, "stub", false);
-    card["capabilities"]["streaming"] = json!(true);
-    let app = axum::Router::new()
-        .route(
-            "/.well-known/agent-card.json",
-            get(move || {
-                let card = card.clone();
-                async move { Json(card) }
-            }),
-        )
-        .route("/", post(rpc))
-        .with_state((behaviour, seen.clone()));
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let card = |url: &str| {
+        let mut card = stub_card(url, "stub", false);
+        card["capabilities"]["streaming"] = json!(true);
+        card
+    };
+    let url = serve_stub_agent(card, post(rpc).with_state((behaviour, seen.clone()))).await;
     (url, seen)
 }
 

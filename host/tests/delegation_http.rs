@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::routing::{get, post};
+use axum::routing::post;
 use serde_json::{Value, json};
 
 use delegation_support::*;
@@ -125,10 +125,7 @@ async fn plain_agent_with(
     delay: Duration,
     on_send: Option<OnSend>,
 ) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let card = stub_card(&url, "plain", false);
     type Seen = (Arc<Mutex<Vec<Value>>>, Duration, Option<OnSend>);
     async fn rpc(
         State((seen, delay, on_send)): State<Seen>,
@@ -152,17 +149,11 @@ async fn plain_agent_with(
         };
         Json(json!({"jsonrpc": "2.0", "id": body["id"], "result": result}))
     }
-    let app = axum::Router::new()
-        .route(
-            "/.well-known/agent-card.json",
-            get(move || {
-                let card = card.clone();
-                async move { Json(card) }
-            }),
-        )
-        .route("/", post(rpc))
-        .with_state((seen.clone(), delay, on_send));
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let url = serve_stub_agent(
+        |url| stub_card(url, "plain", false),
+        post(rpc).with_state((seen.clone(), delay, on_send)),
+    )
+    .await;
     (url, seen)
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::State;
-use axum::routing::{get, post};
+use axum::routing::post;
 use serde_json::{Value, json};
 
 use delegation_support::*;
@@ -46,21 +46,12 @@ type StubState = (Script, Arc<Mutex<Stub>>);
 
 /// A stub agent on 127.0.0.1:0 that runs `script`; returns its URL and what it saw.
 async fn numbered_agent(name: &str, script: Script) -> (String, Arc<Mutex<Stub>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Stub::default()));
-    let card = stub_card(&url, name, false);
-    let app = axum::Router::new()
-        .route(
-            "/.well-known/agent-card.json",
-            get(move || {
-                let card = card.clone();
-                async move { Json(card) }
-            }),
-        )
-        .route("/", post(rpc))
-        .with_state((script, seen.clone()));
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let url = serve_stub_agent(
+        |url| stub_card(url, name, false),
+        post(rpc).with_state((script, seen.clone())),
+    )
+    .await;
     (url, seen)
 }
 

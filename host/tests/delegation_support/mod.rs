@@ -377,3 +377,26 @@ pub fn stub_card(url: &str, name: &str, extensions: bool) -> Value {
     }
     card
 }
+
+/// Serves a stub A2A agent on 127.0.0.1:0: the card `card` makes of its URL at the well-known
+/// path, and `rpc` (a handler with its state already given) for every request to `/`. Returns
+/// its URL.
+pub async fn serve_stub_agent(
+    card: impl FnOnce(&str) -> Value,
+    rpc: axum::routing::MethodRouter,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let card = card(&url);
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            axum::routing::get(move || {
+                let card = card.clone();
+                async move { axum::Json(card) }
+            }),
+        )
+        .route("/", rpc);
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    url
+}
