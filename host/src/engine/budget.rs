@@ -14,7 +14,6 @@
 //! request's estimate and the last call's cost, so a tree passes its root's budget by at most
 //! what one call costs beyond that guess.
 
-use crate::a2a::types::TaskState;
 use crate::model::Usage;
 use crate::tasks::extension::TaskLink;
 use crate::tasks::record::TaskRecord;
@@ -144,12 +143,7 @@ pub fn held_by_children(record: &TaskRecord) -> u64 {
 /// nothing (an agent that does not say cannot be taken to have spent less).
 fn held_by(link: &TaskLink) -> u64 {
     let reserved = link.reserved.unwrap_or(0);
-    let ended = link
-        .state
-        .as_deref()
-        .and_then(TaskState::from_wire)
-        .is_some_and(TaskState::is_terminal);
-    match (ended, link.spent) {
+    match (link.has_ended(), link.spent) {
         (true, Some(spent)) => spent,
         (true, None) => reserved,
         (false, spent) => reserved.max(spent.unwrap_or(0)),

@@ -574,12 +574,7 @@ fn advance<T>(change: Change<T>) -> Step {
 }
 
 fn has_open_subtasks(record: &TaskRecord) -> bool {
-    record.ext.sub_tasks.iter().any(|link| {
-        link.state
-            .as_deref()
-            .and_then(TaskState::from_wire)
-            .is_none_or(|state| !state.is_terminal())
-    })
+    record.ext.sub_tasks.iter().any(|link| !link.has_ended())
 }
 
 pub(super) fn set_status(record: &mut TaskRecord, state: TaskState, message: Option<Message>) {

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::hops::Delegation;
+use crate::a2a::types::TaskState;
 use crate::model::Usage;
 
 /// The key under `Task.metadata` that holds the extension.
@@ -123,6 +124,15 @@ impl TaskLink {
             .as_ref()
             .map(|a| a.id.as_str())
             .unwrap_or(SELF_AGENT)
+    }
+
+    /// Whether the linked child has ended, as its row last heard: a row not heard from yet is
+    /// open.
+    pub fn has_ended(&self) -> bool {
+        self.state
+            .as_deref()
+            .and_then(TaskState::from_wire)
+            .is_some_and(TaskState::is_terminal)
     }
 
     /// Whether this link is the task `task_id` on `agent`. A child is known by both: agents

@@ -1,16 +1,49 @@
 //! What a parent may ask of a child beyond its brief: a model, which only a child on this
 //! harness can be given and only by a name `[models.*]` holds, and a token budget, which a
-//! parent gives a child on this harness from what it has left. Checked before anything is
+//! parent gives a child from what it has free; and whether it may have one more child at all
+//! (`limits.max_children_per_task`, `limits.max_parallel_children`). Checked before anything is
 //! created or contacted.
 
 use crate::agents::SELF_ID;
 use crate::engine::tools::ToolError;
 use crate::model::{UNKNOWN_MODEL_CODE, UnknownModel};
+use crate::tasks::extension::TaskLink;
 
 /// The code of a model asked of an agent other than this harness, which chooses its own.
 pub const MODEL_NOT_SELF_CODE: &str = "model.not_self";
 /// The code of a sub-task on this harness asked by a task with no token budget left to give.
 pub const BUDGET_SPENT_CODE: &str = "budget.spent";
+/// The code of a sub-task refused by `limits.max_children_per_task` or
+/// `limits.max_parallel_children`.
+pub const FAN_OUT_CODE: &str = "subtask.limit";
+
+/// Refuses one more child of a parent whose sub-task `rows` already reach `max_children` in all
+/// (every row counts) or `max_parallel` open ones.
+pub fn check_fan_out(
+    rows: &[TaskLink],
+    max_children: u32,
+    max_parallel: u32,
+) -> Result<(), ToolError> {
+    let made = rows.len();
+    if made >= max_children as usize {
+        return Err(ToolError::new(
+            FAN_OUT_CODE,
+            format!(
+                "this task has created {made} sub-tasks, as many as limits.max_children_per_task ({max_children}) allows: do the rest of the work in this task"
+            ),
+        ));
+    }
+    let open = rows.iter().filter(|l| !l.has_ended()).count();
+    if open >= max_parallel as usize {
+        return Err(ToolError::new(
+            FAN_OUT_CODE,
+            format!(
+                "this task has {open} sub-tasks open, as many as limits.max_parallel_children ({max_parallel}) allows: wait for one to end before creating another"
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// Refuses a model for another agent, a model `models` does not name, and a child on this
 /// harness when `budget` (what its parent has left) is nothing.
@@ -47,6 +80,30 @@ mod tests {
 
     fn models() -> Vec<String> {
         vec!["deep".to_string(), "fast".to_string()]
+    }
+
+    fn rows(open: usize, ended: usize) -> Vec<TaskLink> {
+        let row = |state: &str| TaskLink {
+            task_id: "c".into(),
+            state: Some(state.into()),
+            ..TaskLink::default()
+        };
+        let mut rows: Vec<TaskLink> = (0..open).map(|_| row("TASK_STATE_WORKING")).collect();
+        rows.extend((0..ended).map(|_| row("TASK_STATE_COMPLETED")));
+        rows
+    }
+
+    #[test]
+    fn fan_out_is_refused_past_either_limit_naming_it_golden() {
+        assert_eq!(check_fan_out(&rows(2, 5), 8, 3), Ok(()));
+        assert_eq!(
+            check_fan_out(&rows(3, 0), 8, 3).unwrap_err().to_string(),
+            "[subtask.limit] this task has 3 sub-tasks open, as many as limits.max_parallel_children (3) allows: wait for one to end before creating another"
+        );
+        assert_eq!(
+            check_fan_out(&rows(1, 7), 8, 3).unwrap_err().to_string(),
+            "[subtask.limit] this task has created 8 sub-tasks, as many as limits.max_children_per_task (8) allows: do the rest of the work in this task"
+        );
     }
 
     #[test]

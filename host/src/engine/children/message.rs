@@ -3,7 +3,7 @@
 //! own task, the same way whichever agent runs it. The usual case is the answer to a question the
 //! child asked (INPUT_REQUIRED): the child goes on with it, and its follower reports as before.
 
-use super::{Children, is_closed};
+use super::Children;
 use crate::a2a::client::A2aClient;
 use crate::a2a::types::{
     Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState,
@@ -83,7 +83,7 @@ fn find_row<'a>(
                 open_rows(rows)
             ),
         )),
-        [link] if is_closed(link) => {
+        [link] if link.has_ended() => {
             let state = link
                 .state
                 .as_deref()
@@ -118,7 +118,7 @@ fn find_row<'a>(
 fn open_rows(rows: &[TaskLink]) -> String {
     let open: Vec<String> = rows
         .iter()
-        .filter(|l| !is_closed(l))
+        .filter(|l| !l.has_ended())
         .take(MAX_LISTED)
         .map(|l| format!("{} on {}", l.task_id, l.agent_id()))
         .collect();

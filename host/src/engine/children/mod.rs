@@ -41,9 +41,6 @@ const MAX_DEPTH_WALK: u32 = 64;
 /// The longest task id an agent may give a child: a UUID is 36 characters, and an id far
 /// longer is no id but a way to fill the parent's context and logs.
 const MAX_CHILD_TASK_ID_CHARS: usize = 256;
-/// The code of a sub-task refused by `limits.max_children_per_task` or
-/// `limits.max_parallel_children`.
-pub const FAN_OUT_CODE: &str = "subtask.limit";
 /// How long cancelling one child may take before the parent gives up on it (and logs it).
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -162,7 +159,11 @@ impl Children {
                 ),
             ));
         }
-        self.check_fan_out(request.parent)?;
+        choice::check_fan_out(
+            &request.parent.ext.sub_tasks,
+            self.settings.max_children,
+            self.settings.max_parallel,
+        )?;
         let agent_id = agent.id.clone();
         let delegation = hops::for_child(&self.settings.hops, request.parent, &agent_id)?;
         let own = agent_id == SELF_ID;
@@ -247,37 +248,6 @@ impl Children {
         }
     }
 
-    /// Refuses a child past `limits.max_children_per_task` (every row counts) or
-    /// `limits.max_parallel_children` (open rows).
-    fn check_fan_out(&self, parent: &TaskRecord) -> Result<(), ToolError> {
-        let made = parent.ext.sub_tasks.len();
-        if made >= self.settings.max_children as usize {
-            return Err(ToolError::new(
-                FAN_OUT_CODE,
-                format!(
-                    "this task has created {made} sub-tasks, as many as limits.max_children_per_task ({}) allows: do the rest of the work in this task",
-                    self.settings.max_children
-                ),
-            ));
-        }
-        let open = parent
-            .ext
-            .sub_tasks
-            .iter()
-            .filter(|l| !is_closed(l))
-            .count();
-        if open >= self.settings.max_parallel as usize {
-            return Err(ToolError::new(
-                FAN_OUT_CODE,
-                format!(
-                    "this task has {open} sub-tasks open, as many as limits.max_parallel_children ({}) allows: wait for one to end before creating another",
-                    self.settings.max_parallel
-                ),
-            ));
-        }
-        Ok(())
-    }
-
     /// Starts the stand-in follower of a child, unless one runs already.
     pub fn follow(self: &Arc<Self>, parent: &str, link: &TaskLink) {
         let known = link.state.as_deref().and_then(TaskState::from_wire);
@@ -314,7 +284,7 @@ impl Children {
                 continue;
             };
             for link in &record.ext.sub_tasks {
-                if !is_closed(link) {
+                if !link.has_ended() {
                     self.follow(&id, link);
                     started += 1;
                 }
@@ -356,7 +326,7 @@ impl Children {
             }
         };
         let mut open = Vec::new();
-        for link in record.ext.sub_tasks.iter().filter(|l| !is_closed(l)) {
+        for link in record.ext.sub_tasks.iter().filter(|l| !l.has_ended()) {
             let agent = link.agent_id().to_string();
             let key = ChildKey::new(parent, &agent, &link.task_id);
             if let Some(token) = lock(&self.followers).remove(&key) {
@@ -538,14 +508,6 @@ fn is_usable_task_id(id: &str) -> bool {
                 && !crate::context::untrusted::is_invisible(c)
                 && !matches!(c, '<' | '>')
         })
-}
-
-/// A sub-task row whose child has ended.
-fn is_closed(link: &TaskLink) -> bool {
-    link.state
-        .as_deref()
-        .and_then(TaskState::from_wire)
-        .is_some_and(TaskState::is_terminal)
 }
 
 /// How many parent links lead up from this task through tasks of this harness: 0 for a task a

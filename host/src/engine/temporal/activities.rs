@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::a2a::types::TaskState;
 use crate::engine::turn::{Shared, Step, replay_of, step};
 
 /// How often a running step tells the server it is alive: a worker that dies is noticed within
@@ -134,12 +133,7 @@ fn follow_open_children(shared: &Shared, task_id: &str) -> bool {
     }
     let mut open = false;
     for link in &record.ext.sub_tasks {
-        let ended = link
-            .state
-            .as_deref()
-            .and_then(TaskState::from_wire)
-            .is_some_and(TaskState::is_terminal);
-        if !ended {
+        if !link.has_ended() {
             open = true;
             children.follow(task_id, link);
         }
