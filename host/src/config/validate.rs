@@ -553,6 +553,20 @@ mod tests {
             error_of("[limits]\nsubtask_unreachable_secs = 0\n")
                 .starts_with("limits.subtask_unreachable_secs: must be at least 1")
         );
+        assert_eq!(config.limits.max_children_per_task, 32);
+        assert_eq!(config.limits.max_parallel_children, 8);
+        assert!(
+            error_of("[limits]\nmax_children_per_task = 0\n")
+                .starts_with("limits.max_children_per_task: must be at least 1")
+        );
+        assert!(
+            error_of("[limits]\nmax_parallel_children = 0\n")
+                .starts_with("limits.max_parallel_children: must be at least 1")
+        );
+        assert_eq!(
+            error_of("[limits]\nmax_children_per_task = 4\nmax_parallel_children = 5\n"),
+            "limits.max_parallel_children: must not be more than limits.max_children_per_task (4)"
+        );
         assert_eq!(config.limits.subtask_deadline_secs, 3600);
         for bad in ["0", "2592001"] {
             assert_eq!(
