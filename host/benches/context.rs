@@ -3,21 +3,21 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
-use tiny_harness::a2a::card::default_card;
-use tiny_harness::a2a::types::{TaskState, TaskStatus};
 use tiny_harness::agents::{Caps, Registry, build_roster, render_agents};
 use tiny_harness::config::Config;
 use tiny_harness::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
 use tiny_harness::engine::ToolHost;
 use tiny_harness::plugins::{PluginHost, PluginSettings};
+use tiny_harness::protocol::card::default_card;
+use tiny_harness::protocol::types::{TaskState, TaskStatus};
 use tiny_harness::runtime::prompt_context;
 
 mod support {
     pub mod history;
 }
 use support::history::history;
-use tiny_harness::tasks::extension::TaskExtension;
-use tiny_harness::tasks::record::TaskRecord;
+use tiny_harness::records::extension::TaskExtension;
+use tiny_harness::records::record::TaskRecord;
 
 fn benches(c: &mut Criterion) {
     let own = default_card("http://127.0.0.1:8080");

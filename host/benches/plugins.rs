@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use tiny_harness::a2a::types::TaskStatus;
 use tiny_harness::config::Config;
 use tiny_harness::engine::{ToolContext, ToolHost};
 use tiny_harness::model::ToolCall;
 use tiny_harness::plugins::{CallLimits, PluginHost, PluginSettings};
+use tiny_harness::protocol::types::TaskStatus;
+use tiny_harness::records::extension::TaskExtension;
+use tiny_harness::records::record::TaskRecord;
 use tiny_harness::runtime::offline_prompt_context;
-use tiny_harness::tasks::extension::TaskExtension;
-use tiny_harness::tasks::record::TaskRecord;
 
 #[path = "../tests/support/fixtures.rs"]
 mod fixtures;

@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant};
 
-use tiny_harness::a2a::card::default_card;
 use tiny_harness::agents::{Caps, Registry, build_roster, render_agents};
 use tiny_harness::config::AgentConfig;
+use tiny_harness::protocol::card::default_card;
 
 mod support {
     pub mod cards;

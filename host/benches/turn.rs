@@ -16,8 +16,6 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use tiny_harness::a2a::card::default_card;
-use tiny_harness::a2a::types::{Message, Part, Role, TaskState, TaskStatus};
 use tiny_harness::agents::{Caps, Registry, Roster, build_roster, render_agents};
 use tiny_harness::config::{AgentConfig, Config};
 use tiny_harness::context::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
@@ -25,11 +23,13 @@ use tiny_harness::engine::journal::JournalEntry;
 use tiny_harness::engine::{Effect, HostEffects, ToolContext, ToolHost, ToolOutcome};
 use tiny_harness::model::{ChatMessage, ModelReply, ToolCall, ToolSpec};
 use tiny_harness::plugins::{PluginHost, PluginSettings};
+use tiny_harness::protocol::card::default_card;
+use tiny_harness::protocol::types::{Message, Part, Role, TaskState, TaskStatus};
+use tiny_harness::records::extension::TaskExtension;
+use tiny_harness::records::record::TaskRecord;
 use tiny_harness::runtime::prompt_context;
 use tiny_harness::store::Store;
-use tiny_harness::tasks::extension::TaskExtension;
 use tiny_harness::tasks::hub::TaskHub;
-use tiny_harness::tasks::record::TaskRecord;
 
 /// The allocator the `harness` binary runs with, so the turn costs here what it costs there.
 #[global_allocator]

@@ -13,16 +13,35 @@
 //! builds the roster the model sees in the static prefix's `agents` section, and [`skills`] reads
 //! and checks the skills the model may load, listed in its `skills_index` section.
 
-pub mod a2a;
-pub mod agents;
+// Layers, bottom to top: a module imports only from the layers below it (host/tests/layers.rs
+// checks this, and that no file circle exists). See docs/architecture.md.
+pub mod protocol;
+pub mod text;
+
 pub mod config;
-pub mod context;
-pub mod engine;
-pub mod log_field;
+
 pub mod model;
-pub mod operator;
-pub mod plugins;
-pub mod runtime;
-pub mod skills;
+
+pub mod records;
+
 pub mod store;
+
 pub mod tasks;
+
+pub mod tools;
+
+pub mod context;
+
+pub mod agents;
+
+pub mod skills;
+
+pub mod plugins;
+
+pub mod engine;
+
+pub mod server;
+
+pub mod runtime;
+
+pub mod operator;

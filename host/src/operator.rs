@@ -148,7 +148,7 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
             ),
             (None, Some(refused)) => format!(
                 "not registered: {}",
-                crate::log_field::escape(&refused.reason.to_string())
+                crate::text::log_field::escape(&refused.reason.to_string())
             ),
             (None, None) => "not registered".to_string(),
         };

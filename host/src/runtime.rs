@@ -11,8 +11,6 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::a2a::server::{ConnectionLimits, ServerState, router, serve};
-use crate::a2a::types::AgentCard;
 use crate::agents::{
     Registry, Roster, RosterEntry, build_roster, own_card, render_agents_with_models,
 };
@@ -26,6 +24,8 @@ use crate::plugins::{
     AgentEntry, CallLimits, PluginError, PluginHost, PluginParticipant, PluginSettings,
     PluginSkill, PromptContext, SkillSummary,
 };
+use crate::protocol::types::AgentCard;
+use crate::server::router::{ConnectionLimits, ServerState, router, serve};
 use crate::skills::{Catalog, SkillError};
 use crate::store::{LockError, LockMode, Store, StoreError, StoreLock};
 use crate::tasks::creator::BriefRules;

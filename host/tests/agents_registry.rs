@@ -10,10 +10,10 @@ mod support {
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tiny_harness::a2a::card::default_card;
 use tiny_harness::agents::{CardProblem, Discovery, FetchError, Refusal, Registry};
 use tiny_harness::config::AgentConfig;
-use tiny_harness::tasks::extension::EXTENSION_URI;
+use tiny_harness::protocol::card::default_card;
+use tiny_harness::records::extension::EXTENSION_URI;
 
 use agents_support::{Behaviour, CardServer, card_json, closed_port_url};
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use delegation_support::*;
-use tiny_harness::a2a::types::TaskState;
 use tiny_harness::model::{ChatMessage, Model, ModelReply, ModelRequest, ScriptedModel, Usage};
+use tiny_harness::protocol::types::TaskState;
 
 /// `reply` reporting `input_tokens` and `output_tokens` used.
 fn costing(mut reply: ModelReply, input_tokens: u64, output_tokens: u64) -> ModelReply {

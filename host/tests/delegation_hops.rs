@@ -21,13 +21,13 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use delegation_support::*;
-use tiny_harness::a2a::client::{A2aClient, ClientError};
-use tiny_harness::a2a::types::{
+use tiny_harness::agents::client::{A2aClient, ClientError};
+use tiny_harness::model::ModelRequest;
+use tiny_harness::protocol::types::{
     ListTasksRequest, Message, Part, Role, SendMessageConfiguration, SendMessageRequest,
     SendMessageResponse, TaskState,
 };
-use tiny_harness::model::ModelRequest;
-use tiny_harness::tasks::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
+use tiny_harness::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 use tiny_harness::tasks::hops::{CYCLE_REASON, HOPS_REASON, METADATA_KEY, REFUSAL_KEY};
 
 /// What a liveness check may take: the bound for a harness that keeps serving.

@@ -13,9 +13,9 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use delegation_support::*;
-use tiny_harness::a2a::types::{ListTasksRequest, TaskState};
 use tiny_harness::model::ModelRequest;
-use tiny_harness::tasks::extension::ENVELOPE_MEDIA_TYPE;
+use tiny_harness::protocol::types::{ListTasksRequest, TaskState};
+use tiny_harness::records::extension::ENVELOPE_MEDIA_TYPE;
 
 const FIGURE: &str = "Balance of ACME-001 on 31 March: 1,250.00 EUR";
 

@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tiny_harness::a2a::types::{
-    Message, Part, Role, SendMessageRequest, StreamResponse, Task, TaskState,
-};
 use tiny_harness::context::StaticPrefix;
 use tiny_harness::engine::journal::JournalEntry;
 use tiny_harness::engine::{EmbeddedEngine, EngineSettings};
 use tiny_harness::model::{ChatMessage, Model, ModelReply, Models, Purpose};
 use tiny_harness::plugins::{PluginHost, PluginSettings};
+use tiny_harness::protocol::types::{
+    Message, Part, Role, SendMessageRequest, StreamResponse, Task, TaskState,
+};
 use tiny_harness::runtime::offline_prompt_context;
 use tiny_harness::store::Store;
 
@@ -635,7 +635,7 @@ async fn a_task_on_a_named_model_has_its_turns_and_its_summaries_made_by_that_mo
     let mut request = user_message("", "");
     request.message.parts = vec![Part::data(
         json!({"kind": "task", "payload": {"name": "grow", "goal": "grow the context", "model": "deep"}}),
-        tiny_harness::tasks::extension::ENVELOPE_MEDIA_TYPE,
+        tiny_harness::records::extension::ENVELOPE_MEDIA_TYPE,
     )];
     let delegator = Caller::delegator("front-desk");
     let sub = h.tasks.send_message(&delegator, request).await.unwrap();
@@ -722,7 +722,7 @@ impl Model for LinksSubtask {
             record
                 .ext
                 .sub_tasks
-                .push(tiny_harness::tasks::extension::TaskLink {
+                .push(tiny_harness::records::extension::TaskLink {
                     task_id: format!("child-of-{id}"),
                     agent: None,
                     state: Some("TASK_STATE_WORKING".into()),

@@ -13,10 +13,10 @@ use serde_json::json;
 
 use delegation_support::*;
 use futures::StreamExt;
-use tiny_harness::a2a::types::{
+use tiny_harness::model::ModelRequest;
+use tiny_harness::protocol::types::{
     ListTasksRequest, Message, Part, Role, SendMessageRequest, StreamResponse, TaskState,
 };
-use tiny_harness::model::ModelRequest;
 
 /// Where the Temporal dev server is, for the Temporal runs.
 const TEMPORAL_ADDRESS_VAR: &str = "TINY_HARNESS_TEMPORAL_ADDRESS";

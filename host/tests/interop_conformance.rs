@@ -6,8 +6,8 @@ mod interop_support;
 
 use futures::StreamExt;
 use interop_support::{Harness, scenario};
-use tiny_harness::a2a::client::A2aClient;
-use tiny_harness::a2a::types::{
+use tiny_harness::agents::client::A2aClient;
+use tiny_harness::protocol::types::{
     Message, Part, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState,
 };
 

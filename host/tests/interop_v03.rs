@@ -9,8 +9,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use interop_support::{Harness, scenario};
 use serde_json::{Value, json};
-use tiny_harness::a2a::client::{A2aClient, Dialect};
-use tiny_harness::a2a::types::{
+use tiny_harness::agents::client::{A2aClient, Dialect};
+use tiny_harness::protocol::types::{
     Message, Part, Role, SendMessageRequest, SendMessageResponse, StreamResponse, TaskState,
 };
 

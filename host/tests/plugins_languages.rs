@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tiny_harness::a2a::types::TaskStatus;
 use tiny_harness::config::Config;
 use tiny_harness::engine::{ToolContext, ToolHost, ToolOutcome};
 use tiny_harness::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall};
 use tiny_harness::plugins::{CacheOutcome, CallLimits, PluginHost, PluginSettings};
+use tiny_harness::protocol::types::TaskStatus;
+use tiny_harness::records::extension::TaskExtension;
+use tiny_harness::records::record::TaskRecord;
 use tiny_harness::runtime::{Runtime, offline_prompt_context};
-use tiny_harness::tasks::extension::TaskExtension;
-use tiny_harness::tasks::record::TaskRecord;
 
 /// The example plugins' file names in the plugins folder (load order).
 const PLUGINS: [&str; 3] = [

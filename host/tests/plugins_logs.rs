@@ -13,16 +13,16 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use support::captured_logs::CapturedLogs;
 use support::fixtures;
-use tiny_harness::a2a::types::TaskStatus;
 use tiny_harness::config::Config;
 use tiny_harness::engine::{ToolContext, ToolHost, ToolOutcome};
 use tiny_harness::model::ToolCall;
 use tiny_harness::plugins::{
     MAX_LOG_BYTES_PER_CALL, MAX_LOG_LINES_PER_CALL, PluginHost, PluginSettings,
 };
+use tiny_harness::protocol::types::TaskStatus;
+use tiny_harness::records::extension::TaskExtension;
+use tiny_harness::records::record::TaskRecord;
 use tiny_harness::runtime::offline_prompt_context;
-use tiny_harness::tasks::extension::TaskExtension;
-use tiny_harness::tasks::record::TaskRecord;
 
 async fn call(host: &PluginHost, name: &str) -> ToolOutcome {
     let record = TaskRecord {

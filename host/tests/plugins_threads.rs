@@ -18,9 +18,9 @@ use serde_json::json;
 use delegation_support::*;
 use support::captured_logs::CapturedLogs;
 use support::fixtures;
-use tiny_harness::a2a::types::TaskState;
 use tiny_harness::model::ModelRequest;
 use tiny_harness::plugins::THREAD_NAME_PREFIX;
+use tiny_harness::protocol::types::TaskState;
 
 /// Each spinning call's deadline: long enough that the card and the other task answer well
 /// before it, on a busy machine too.

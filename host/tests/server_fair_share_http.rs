@@ -23,12 +23,12 @@ use delegation_support::{
     Answer, FnModel, has_goal, last_note, last_tool_result, row_state, send_text, sub_tasks, text,
 };
 use support::captured_logs::CapturedLogs;
-use tiny_harness::a2a::client::A2aClient;
-use tiny_harness::a2a::types::TaskState;
+use tiny_harness::agents::client::A2aClient;
 use tiny_harness::config::Config;
 use tiny_harness::model::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall};
+use tiny_harness::protocol::types::TaskState;
+use tiny_harness::records::extension::EXTENSION_URI;
 use tiny_harness::runtime::Runtime;
-use tiny_harness::tasks::extension::EXTENSION_URI;
 
 /// The longest any test waits for something that should happen: a hang guard, not a speed bound.
 const HANG_GUARD: Duration = Duration::from_secs(15);

@@ -18,8 +18,8 @@ use axum::extract::State;
 use axum::routing::post;
 use serde_json::{Value, json};
 use support::harness_process::serve_with_env;
-use tiny_harness::a2a::client::A2aClient;
-use tiny_harness::a2a::types::{
+use tiny_harness::agents::client::A2aClient;
+use tiny_harness::protocol::types::{
     Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
     TaskState,
 };

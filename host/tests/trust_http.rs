@@ -6,11 +6,13 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tiny_harness::a2a::types::{Message, Part, Role, SendMessageConfiguration, SendMessageRequest};
 use tiny_harness::config::Config;
 use tiny_harness::model::build_model;
+use tiny_harness::protocol::types::{
+    Message, Part, Role, SendMessageConfiguration, SendMessageRequest,
+};
+use tiny_harness::records::extension::EXTENSION_URI;
 use tiny_harness::runtime::Runtime;
-use tiny_harness::tasks::extension::EXTENSION_URI;
 use tokio::sync::oneshot;
 
 /// The delegator configured on every test server.

@@ -1,9 +1,9 @@
 //! Whether a fetched card describes an agent this harness can delegate to: an A2A 1.0 JSON-RPC
 //! agent that needs no authentication and requires no extension we do not implement.
 
-use crate::a2a::card::{PROTOCOL_BINDING, PROTOCOL_VERSION};
-use crate::a2a::types::AgentCard;
-use crate::tasks::extension::EXTENSION_URI;
+use crate::protocol::card::{PROTOCOL_BINDING, PROTOCOL_VERSION};
+use crate::protocol::types::AgentCard;
+use crate::records::extension::EXTENSION_URI;
 
 use super::clean::clean;
 
@@ -79,8 +79,8 @@ pub(super) fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::card::default_card;
-    use crate::a2a::types::{AgentExtension, AgentSkill};
+    use crate::protocol::card::default_card;
+    use crate::protocol::types::{AgentExtension, AgentSkill};
     use serde_json::json;
 
     #[test]

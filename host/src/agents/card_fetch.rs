@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use crate::a2a::card::CARD_PATH;
-use crate::a2a::headers::{A2A_VERSION_HEADER, SUPPORTED_VERSION};
-use crate::a2a::types::AgentCard;
+use crate::protocol::card::CARD_PATH;
+use crate::protocol::types::AgentCard;
+use crate::server::headers::{A2A_VERSION_HEADER, SUPPORTED_VERSION};
 
 /// How long one card may take to arrive, connection included, unless `[roster]
 /// card_timeout_secs` says otherwise. Cards are small static documents: an agent that cannot

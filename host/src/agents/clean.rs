@@ -8,8 +8,8 @@
 
 /// What a cut field ends with.
 pub const ELLIPSIS: char = '…';
-use crate::context::untrusted::is_invisible;
-pub use crate::context::untrusted::{LEFT_ANGLE, RIGHT_ANGLE};
+use crate::text::untrusted::is_invisible;
+pub use crate::text::untrusted::{LEFT_ANGLE, RIGHT_ANGLE};
 
 /// `text` on one line: control characters, line breaks and tabs become a space, runs of
 /// whitespace collapse to one space, invisible and bidirectional-control characters are

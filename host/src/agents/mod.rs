@@ -12,6 +12,7 @@
 pub mod card_check;
 pub mod card_fetch;
 pub mod clean;
+pub mod client;
 pub mod own_card;
 pub mod own_url;
 pub mod registry;

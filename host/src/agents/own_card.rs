@@ -2,9 +2,9 @@
 //! on top, so an absent key keeps its default; without `[card.skills]` it lists the
 //! [`default_skill`].
 
-use crate::a2a::card::default_card;
-use crate::a2a::types::{AgentCard, AgentSkill};
 use crate::config::CardConfig;
+use crate::protocol::card::default_card;
+use crate::protocol::types::{AgentCard, AgentSkill};
 
 /// The id of the skill a card lists when `[card]` configures none.
 pub const DEFAULT_SKILL_ID: &str = "general";

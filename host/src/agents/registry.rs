@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::a2a::types::AgentCard;
 use crate::config::AgentConfig;
+use crate::protocol::types::AgentCard;
 
 use super::card_check::{CardProblem, check_card, quote};
 use super::card_fetch::{CardFetcher, FetchError};
@@ -121,7 +121,7 @@ impl Registry {
                     tracing::warn!(
                         agent = %agent.id,
                         "agents: not registered: {}",
-                        crate::log_field::escape(&reason.to_string())
+                        crate::text::log_field::escape(&reason.to_string())
                     );
                     refused.push(RefusedAgent {
                         id: agent.id.clone(),
@@ -203,7 +203,7 @@ async fn register(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::card::default_card;
+    use crate::protocol::card::default_card;
 
     fn registry(remote: &[&str]) -> Registry {
         let mut registry = Registry::new(default_card("http://me"), "http://me");

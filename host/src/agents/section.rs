@@ -6,7 +6,7 @@
 //! security declaration, interface, version or configuration value is rendered: only what
 //! [`RosterEntry`] holds.
 
-use crate::context::untrusted;
+use crate::text::untrusted::untrusted;
 
 use super::roster::{Roster, RosterEntry};
 
@@ -113,10 +113,10 @@ fn joined(name: &str, separator: &str, description: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::card::default_card;
-    use crate::a2a::types::{AgentCard, AgentSkill};
     use crate::agents::registry::Registry;
     use crate::agents::roster::{Caps, build_roster};
+    use crate::protocol::card::default_card;
+    use crate::protocol::types::{AgentCard, AgentSkill};
 
     fn remote(name: &str, description: &str, skills: &[(&str, &str)]) -> AgentCard {
         AgentCard {

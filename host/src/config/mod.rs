@@ -388,8 +388,8 @@ impl Default for PluginsConfig {
 #[serde(deny_unknown_fields)]
 pub struct ParticipantConfig {
     pub id: String,
-    pub kind: crate::tasks::extension::ParticipantKind,
-    pub role: crate::tasks::extension::Role,
+    pub kind: crate::records::extension::ParticipantKind,
+    pub role: crate::records::extension::Role,
     #[serde(default)]
     pub display_name: Option<String>,
 }

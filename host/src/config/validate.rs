@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn the_reserved_id_is_the_one_task_links_default_to() {
-        assert_eq!(super::SELF_AGENT_ID, crate::tasks::extension::SELF_AGENT);
+        assert_eq!(super::SELF_AGENT_ID, crate::records::extension::SELF_AGENT);
     }
 
     #[test]

@@ -4,9 +4,8 @@
 pub mod budget;
 pub mod compaction;
 pub mod sections;
-pub mod untrusted;
 pub mod window;
 
+pub use crate::text::untrusted::{UNTRUSTED_PREAMBLE, neutralise, untrusted};
 pub use sections::{SkillEntry, section};
-pub use untrusted::{UNTRUSTED_PREAMBLE, neutralise, untrusted};
 pub use window::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};

@@ -2,8 +2,8 @@
 //! participants, skills, the task and its plan. Untrusted text has its own module, `context::untrusted`.
 
 use crate::config::ParticipantConfig;
-use crate::tasks::extension::{Plan, StepState};
-use crate::tasks::record::TaskRecord;
+use crate::records::extension::{Plan, StepState};
+use crate::records::record::TaskRecord;
 
 /// One section: `<name>\n{body}\n</name>`.
 pub fn section(name: &str, body: &str) -> String {
@@ -135,8 +135,8 @@ pub fn render_plan(plan: Option<&Plan>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::types::{TaskState, TaskStatus};
-    use crate::tasks::extension::{
+    use crate::protocol::types::{TaskState, TaskStatus};
+    use crate::records::extension::{
         Criterion, Participant, ParticipantKind, PlanStep, Role, TaskExtension,
     };
 
@@ -180,7 +180,7 @@ mod tests {
 
     #[test]
     fn task_section_lists_each_sub_task_with_its_agent_id_and_state_golden() {
-        use crate::tasks::extension::{AgentRef, TaskLink};
+        use crate::records::extension::{AgentRef, TaskLink};
         let mut ext = TaskExtension::from_text("Answer the customer");
         let link = |id: &str, agent: &str, state: Option<&str>| TaskLink {
             task_id: id.into(),

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::config::ParticipantConfig;
 use crate::model::{ChatMessage, ModelRequest, Purpose, ToolCall, ToolSpec};
-use crate::tasks::record::TaskRecord;
+use crate::records::record::TaskRecord;
 
 use super::sections::{
     SkillEntry, render_participants, render_plan, render_skills_index, render_task, section,
 };
-use super::untrusted::{neutralise, untrusted};
+use crate::text::untrusted::{neutralise, untrusted};
 
 /// A rough characters-per-token ratio for the budget estimate. Providers report real counts
 /// after the call; before it, this errs on the side of compacting early.
@@ -256,8 +256,8 @@ pub(super) fn message_chars(message: &ChatMessage) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::types::{TaskState, TaskStatus};
-    use crate::tasks::extension::TaskExtension;
+    use crate::protocol::types::{TaskState, TaskStatus};
+    use crate::records::extension::TaskExtension;
 
     fn record(goal: &str) -> TaskRecord {
         TaskRecord {

@@ -15,8 +15,8 @@
 //! what one call costs beyond that guess.
 
 use crate::model::Usage;
-use crate::tasks::extension::TaskLink;
-use crate::tasks::record::TaskRecord;
+use crate::records::extension::TaskLink;
+use crate::records::record::TaskRecord;
 
 /// The part of what a parent has free that a new child is given: a half, so the parent keeps
 /// as much for its own calls and its later children as it gives the child.
@@ -153,7 +153,7 @@ fn held_by(link: &TaskLink) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::extension::TaskExtension;
+    use crate::records::extension::TaskExtension;
 
     fn record(own: Option<u64>, used: u64) -> TaskRecord {
         let mut ext = TaskExtension::from_text("t");

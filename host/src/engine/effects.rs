@@ -4,9 +4,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::tools::{Effect, ToolError};
-use crate::tasks::extension::{Plan, PlanStep, Role, StepState};
-use crate::tasks::record::TaskRecord;
+use crate::records::extension::{Plan, PlanStep, Role, StepState};
+use crate::records::record::TaskRecord;
+use crate::tools::{Effect, ToolError};
 
 /// Plans longer than this are refused: a plan is a guide, not a transcript.
 pub const MAX_PLAN_STEPS: usize = 50;

@@ -11,7 +11,6 @@ use tokio_util::task::TaskTracker;
 
 use super::Engine;
 use super::children::Children;
-use super::tools::ToolHost;
 use super::turn::{Origin, Parking, Shared, run_task};
 use super::wakeups::WakeReceiver;
 use crate::context::StaticPrefix;
@@ -19,6 +18,7 @@ use crate::model::Models;
 use crate::skills::Catalog;
 use crate::store::StoreError;
 use crate::tasks::hub::TaskHub;
+use crate::tools::ToolHost;
 
 pub use super::turn::EngineSettings;
 

@@ -8,11 +8,11 @@ use async_trait::async_trait;
 
 use super::children::{Children, SpawnRequest};
 use super::effects::{self, StepRequest};
-use super::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolError};
 use crate::agents::{Registry, SELF_ID, UnknownAgent};
+use crate::records::extension::{Lifecycle, TaskLink};
+use crate::records::record::TaskRecord;
 use crate::skills::{Catalog, loading};
-use crate::tasks::extension::{Lifecycle, TaskLink};
-use crate::tasks::record::TaskRecord;
+use crate::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolError};
 
 /// The effects a tool call may have, as this harness allows them.
 pub struct HostEffects {

@@ -7,18 +7,18 @@ use std::sync::Arc;
 
 use super::ToolError;
 use super::children::SpawnRequest;
-use super::children::brief::ChildBrief;
 use super::children::report::CHILD_REPORT_KEY;
 use super::journal::{JournalEntry, Replay};
 use super::turn::{Shared, StepError, set_status};
-use crate::a2a::types::{Message, Role, TaskState};
 use crate::agents::SELF_ID;
-use crate::store::{StoreError, Tx};
-use crate::tasks::extension::{
+use crate::protocol::types::{Message, Role, TaskState};
+use crate::records::extension::{
     ENVELOPE_MEDIA_TYPE, Lifecycle, ParticipantKind, TaskExtension, TaskLink,
 };
+use crate::records::record::TaskRecord;
+use crate::store::{StoreError, Tx};
 use crate::tasks::hub::Change;
-use crate::tasks::record::TaskRecord;
+use crate::tools::brief::ChildBrief;
 
 /// The command a participant sends to give the task a sub-task on this harness.
 pub const SUBTASK_COMMAND: &str = "/sub-task";
@@ -347,7 +347,7 @@ fn message_text(message: &Message) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::types::Part;
+    use crate::protocol::types::Part;
 
     fn new_task(lifecycle: Lifecycle) -> TaskRecord {
         let mut ext = TaskExtension::from_text("goal");

@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::tools::Effect;
 use crate::context::HistoryItem;
 use crate::model::{ChatMessage, ModelReply, ToolCall, Usage};
 use crate::skills::loading;
+use crate::tools::Effect;
 
 /// One recorded step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

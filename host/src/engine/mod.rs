@@ -12,15 +12,16 @@ pub mod journal;
 mod participant_task;
 #[cfg(feature = "temporal")]
 pub mod temporal;
-pub mod tools;
 mod turn;
 pub mod wakeups;
 
+pub use crate::tools::{
+    ChildRequest, Effect, EffectPort, ToolContext, ToolError, ToolHost, ToolOutcome,
+};
 pub use embedded::{EmbeddedEngine, EngineParts, EngineSettings};
 pub use host_effects::HostEffects;
 pub use inbox::FirstInput;
 pub(crate) use inbox::first_input;
-pub use tools::{ChildRequest, Effect, EffectPort, ToolContext, ToolError, ToolHost, ToolOutcome};
 pub use wakeups::{WakeReceiver, WakeSender, wake_queue};
 
 /// What the task service and the runtime need from an engine. The embedded engine runs each

@@ -4,11 +4,11 @@
 
 use super::journal::Replay;
 use super::turn::{Step, complete, set_status};
-use crate::a2a::types::{Message, TaskState};
+use crate::protocol::types::{Message, TaskState};
+use crate::records::extension::Role;
+use crate::records::record::TaskRecord;
 use crate::store::StoreError;
-use crate::tasks::extension::Role;
 use crate::tasks::hub::TaskHub;
-use crate::tasks::record::TaskRecord;
 
 /// One step of a task its assignee works (lifecycle `participant`): the model never runs. The
 /// task waits, addressed to the assignee, and the assignee's reply is its answer.

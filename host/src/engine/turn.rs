@@ -12,10 +12,6 @@ use super::children::Children;
 use super::inbox::{Drained, drain, has_unread};
 use super::journal::{JournalEntry, Replay};
 use super::participant_task::participant_step;
-use super::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
-use crate::a2a::types::{
-    Artifact, DIRECT_REPLY_KEY, Message, Part, Role, TaskState, TaskStatus, timestamp_now,
-};
 use crate::context::budget::{Fit, RequestSize, fit, turn_budget};
 use crate::context::compaction::{split_point, summary_request};
 use crate::context::{StaticPrefix, TurnInput, assemble};
@@ -23,11 +19,15 @@ use crate::model::{
     Effort, Finish, Model, ModelError, ModelReply, Models, ToolCall, ToolSpec, TurnContext,
     TurnReply, Usage,
 };
+use crate::protocol::types::{
+    Artifact, DIRECT_REPLY_KEY, Message, Part, Role, TaskState, TaskStatus, timestamp_now,
+};
+use crate::records::extension::{Lifecycle, StepState};
+use crate::records::record::TaskRecord;
 use crate::skills::Catalog;
 use crate::store::{StoreError, Tx};
-use crate::tasks::extension::{Lifecycle, StepState};
 use crate::tasks::hub::{Change, TaskHub};
-use crate::tasks::record::TaskRecord;
+use crate::tools::{Effect, ToolContext, ToolHost, ToolOutcome};
 
 /// Settings of the turn loop, from `[context]`, `[limits]` and `[model]`.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ use super::{
     Finish, FinishState, Model, ModelError, ModelReply, ModelRequest, Purpose, TurnContext,
     TurnReply,
 };
-use crate::a2a::types::{Artifact, Part};
+use crate::protocol::types::{Artifact, Part};
 
 /// How long the resubscription scenario keeps its task working: twice the TCK's two-second
 /// streaming timeout, so a client can drop its stream and subscribe again before it ends.

@@ -29,7 +29,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::a2a::types::{Artifact, TaskState};
+use crate::protocol::types::{Artifact, TaskState};
 
 pub use anthropic::AnthropicModel;
 pub use build::{ModelBuildError, build_model, build_models};

@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use crate::log_field;
+use crate::text::log_field;
 
 /// What stands in for each occurrence of a secret value.
 pub const REDACTED: &str = "[redacted]";

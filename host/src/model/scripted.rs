@@ -434,7 +434,7 @@ usage = { input_tokens = 1200, output_tokens = 30 }
 
     #[tokio::test]
     async fn a_reply_repeats_the_tool_result_and_the_note_its_request_holds() {
-        use crate::context::untrusted;
+        use crate::text::untrusted::untrusted;
         let file = write(
             "[[reply]]\ntext = \"Ledger: {{last_tool_result}}\"\n\
              [[reply]]\ntext = \"Front desk: {{last_note}}\"\n",

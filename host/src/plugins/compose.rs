@@ -7,8 +7,8 @@
 //! the host's sections by their tags (`<task>`, `<untrusted>`).
 
 use super::bindings::types::{EditKind, SectionEdit};
-use crate::context::untrusted::find_host_tag;
-use crate::log_field::escape_capped;
+use crate::text::log_field::escape_capped;
+use crate::text::untrusted::find_host_tag;
 
 /// A section body longer than this is refused: the prompt must leave room for the task.
 pub const MAX_SECTION_CHARS: usize = 16_000;

@@ -12,7 +12,7 @@ use super::host_api::CallState;
 use super::loader::LoadedPlugin;
 use super::plugin_log::CallLog;
 use super::sandbox::{CallLimits, HostWait, store};
-use crate::engine::tools::Effect;
+use crate::tools::Effect;
 
 /// Time beyond the guest deadline allowed for instantiation and host functions before the call
 /// is abandoned anyway.

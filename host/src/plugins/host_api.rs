@@ -13,11 +13,11 @@ use super::bindings::host::{self, Level, StepInput, SubtaskBrief, SubtaskRef};
 use super::bindings::types::{self, ToolError as WitToolError};
 use super::sandbox::StoreData;
 use crate::agents::SELF_ID;
-use crate::engine::children::brief::ChildBrief;
 use crate::engine::effects::StepRequest;
-use crate::engine::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolError};
-use crate::tasks::extension::{Lifecycle, Role};
-use crate::tasks::record::TaskRecord;
+use crate::records::extension::{Lifecycle, Role};
+use crate::records::record::TaskRecord;
+use crate::tools::brief::ChildBrief;
+use crate::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolError};
 
 /// Effects one call may request: enough for any honest tool, a bound for a runaway one.
 pub const MAX_EFFECTS_PER_CALL: usize = 64;
@@ -401,7 +401,7 @@ impl host::Host for StoreData {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::extension::TaskExtension;
+    use crate::records::extension::TaskExtension;
 
     fn call(task: &str, call_id: &str) -> CallState {
         CallState {

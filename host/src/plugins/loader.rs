@@ -13,7 +13,7 @@ use super::cache::{CacheOutcome, CompileCache};
 use super::errors::{PluginError, describe_failure};
 use super::plugin_log::{CallLog, LogRate};
 use super::sandbox::{CallLimits, StoreData, store};
-use crate::log_field::escape;
+use crate::text::log_field::escape;
 
 /// A plugin ready to be called.
 pub struct LoadedPlugin {

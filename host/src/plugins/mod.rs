@@ -35,7 +35,7 @@ pub use threads::THREAD_NAME_PREFIX;
 pub use toolbox::Toolbox;
 
 use crate::engine::EffectPort;
-use crate::log_field::escape_capped;
+use crate::text::log_field::escape_capped;
 use cache::CompileCache;
 use loader::LoadedPlugin;
 use threads::PluginThreads;

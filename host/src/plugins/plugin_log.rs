@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::bindings::host::Level;
-use crate::log_field::{MAX_LOG_FIELD_CHARS, escape};
+use crate::text::log_field::{MAX_LOG_FIELD_CHARS, escape};
 
 /// Lines one guest call may log: plenty to trace an honest call, a bound on a runaway one.
 pub const MAX_LOG_LINES_PER_CALL: usize = 100;

@@ -15,9 +15,9 @@ use super::host_api::CallState;
 use super::loader::LoadedPlugin;
 use super::sandbox::CallLimits;
 use super::threads::PluginThreads;
-use crate::engine::tools::{Effect, EffectPort, ToolContext, ToolHost, ToolOutcome};
-use crate::log_field::escape;
 use crate::model::{ToolCall, ToolSpec};
+use crate::text::log_field::escape;
+use crate::tools::{Effect, EffectPort, ToolContext, ToolHost, ToolOutcome};
 
 /// Tools one plugin may define.
 pub const MAX_TOOLS_PER_PLUGIN: usize = 64;

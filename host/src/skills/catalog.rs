@@ -10,7 +10,7 @@ use super::front_matter::{self, FormatError};
 use crate::agents::clean::{clean, cut};
 use crate::config::SkillFolder;
 use crate::context::SkillEntry;
-use crate::context::untrusted::neutralise;
+use crate::text::untrusted::neutralise;
 
 /// The file that makes a folder a skill.
 pub const SKILL_FILE: &str = "SKILL.md";

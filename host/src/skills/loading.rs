@@ -5,7 +5,7 @@
 //! journal is replayed after a restart.
 
 use super::{Catalog, MAX_BODY_BYTES, Skill};
-use crate::engine::tools::{Effect, ToolError};
+use crate::tools::{Effect, ToolError};
 
 /// The stable code of every skill tool error.
 pub const SKILL_INVALID: &str = "skill.invalid";

@@ -7,9 +7,9 @@ use rusqlite::Row;
 use serde::{Deserialize, Serialize};
 
 use super::StoreError;
-use crate::a2a::types::{Artifact, Struct, TaskStatus};
-use crate::tasks::extension::TaskExtension;
-use crate::tasks::record::TaskRecord;
+use crate::protocol::types::{Artifact, Struct, TaskStatus};
+use crate::records::extension::TaskExtension;
+use crate::records::record::TaskRecord;
 
 /// The columns a task's record is read from, in this order, as a `SELECT` lists them.
 pub(super) const RECORD_COLUMNS: &str = "record, status, artifacts, ext";

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rusqlite::Connection;
 use serde::de::DeserializeOwned;
 
-use crate::a2a::types::{Message, TaskState};
-use crate::tasks::record::TaskRecord;
+use crate::protocol::types::{Message, TaskState};
+use crate::records::record::TaskRecord;
 use checkpoint::Checkpointer;
 pub use lock::{Holder, LockError, LockMode, StoreLock, lock_path};
 use readers::Readers;

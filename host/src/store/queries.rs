@@ -13,8 +13,8 @@ use serde::de::DeserializeOwned;
 
 use super::columns::{RECORD_COLUMNS, read_record};
 use super::{StoreError, TaskFilter, TaskPage};
-use crate::a2a::types::{Message, TaskState};
-use crate::tasks::record::TaskRecord;
+use crate::protocol::types::{Message, TaskState};
+use crate::records::record::TaskRecord;
 
 pub(super) const MESSAGES_AFTER: &str =
     "SELECT seq, body FROM messages WHERE task_id = +?1 AND seq > ?2 ORDER BY seq";

@@ -1,8 +1,8 @@
 //! Store tests on a real SQLite file.
 
 use super::*;
-use crate::a2a::types::{Role, TaskStatus};
-use crate::tasks::extension::TaskExtension;
+use crate::protocol::types::{Role, TaskStatus};
+use crate::records::extension::TaskExtension;
 use rusqlite::params;
 
 fn record(id: &str, owner: &str, state: TaskState) -> TaskRecord {
@@ -12,7 +12,7 @@ fn record(id: &str, owner: &str, state: TaskState) -> TaskRecord {
         status: TaskStatus {
             state,
             message: None,
-            timestamp: Some(crate::a2a::types::timestamp_now()),
+            timestamp: Some(crate::protocol::types::timestamp_now()),
         },
         artifacts: Vec::new(),
         metadata: Default::default(),
@@ -25,7 +25,7 @@ fn message(text: &str) -> Message {
     Message {
         message_id: text.to_string(),
         role: Role::User,
-        parts: vec![crate::a2a::types::Part::text(text)],
+        parts: vec![crate::protocol::types::Part::text(text)],
         ..Message::default()
     }
 }
@@ -116,7 +116,7 @@ fn listing_shows_only_the_callers_tasks_newest_first_in_pages() {
 
 #[test]
 fn a_participant_removed_from_a_task_no_longer_finds_it_but_the_owner_does() {
-    use crate::tasks::extension::{Participant, ParticipantKind, Role as TaskRole};
+    use crate::records::extension::{Participant, ParticipantKind, Role as TaskRole};
     let participant = |id: &str| Participant {
         id: id.to_string(),
         kind: ParticipantKind::Human,
@@ -189,10 +189,10 @@ fn a_version_1_file_opens_keeps_its_tasks_whole_and_gains_the_later_tables_and_c
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v1.db");
     let mut old = record("old", "alice", TaskState::Working);
-    old.artifacts.push(crate::a2a::types::Artifact {
+    old.artifacts.push(crate::protocol::types::Artifact {
         artifact_id: "a1".into(),
         name: "answer".into(),
-        parts: vec![crate::a2a::types::Part::text("42")],
+        parts: vec![crate::protocol::types::Part::text("42")],
         ..Default::default()
     });
     old.metadata.insert("k".into(), "v".into());
@@ -476,9 +476,9 @@ fn a_status_change_rewrites_the_status_and_leaves_the_artifacts_column_as_it_was
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("parts.db")).unwrap();
     let mut task = record("t1", "alice", TaskState::Working);
-    task.artifacts.push(crate::a2a::types::Artifact {
+    task.artifacts.push(crate::protocol::types::Artifact {
         artifact_id: "a1".into(),
-        parts: vec![crate::a2a::types::Part::text("big")],
+        parts: vec![crate::protocol::types::Part::text("big")],
         ..Default::default()
     });
     store.write(|tx| tx.insert_task(&task)).unwrap();

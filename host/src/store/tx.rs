@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::columns::Parts;
 use super::{StoreError, queries};
-use crate::a2a::types::Message;
-use crate::tasks::record::TaskRecord;
+use crate::protocol::types::Message;
+use crate::records::record::TaskRecord;
 
 /// One write transaction; see [`super::Store::write`].
 pub struct Tx<'a> {

@@ -4,12 +4,12 @@
 //! lifecycle, model, reasoning effort, a token budget or parent tasks), and how the creator joins
 //! the task it made.
 
-use super::extension::{Lifecycle, Participant, ParticipantKind, Role, TaskExtension};
 use super::hops::HopRules;
 use super::service::{Caller, TaskError};
 use super::trust::Delegators;
-use crate::a2a::types::Message;
 use crate::model::{Effort, UnknownModel};
+use crate::protocol::types::Message;
+use crate::records::extension::{Lifecycle, Participant, ParticipantKind, Role, TaskExtension};
 
 /// The authentication scheme a trusted delegator uses (RFC 6750), matched without case.
 pub const BEARER_SCHEME: &str = "bearer";

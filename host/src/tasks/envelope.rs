@@ -5,10 +5,10 @@
 
 use serde_json::{Map, Value};
 
-use super::extension::{Criterion, ENVELOPE_MEDIA_TYPE, Participant, Role, TaskExtension};
-use super::record::TaskRecord;
 use super::service::TaskError;
-use crate::a2a::types::Message;
+use crate::protocol::types::Message;
+use crate::records::extension::{Criterion, ENVELOPE_MEDIA_TYPE, Participant, Role, TaskExtension};
+use crate::records::record::TaskRecord;
 
 /// Fields any participant may change on an existing task.
 const PARTICIPANT_FIELDS: [&str; 3] = ["name", "description", "acceptance_criteria"];
@@ -181,7 +181,7 @@ mod tests {
                 .unwrap()
                 .extend(extra.as_object().unwrap().clone());
             let message = Message {
-                parts: vec![crate::a2a::types::Part::data(
+                parts: vec![crate::protocol::types::Part::data(
                     json!({"kind":"task","payload":payload}),
                     ENVELOPE_MEDIA_TYPE,
                 )],

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use tokio::sync::broadcast;
 pub use tokio::sync::broadcast::error::RecvError;
 
-use crate::a2a::types::StreamResponse;
-use crate::tasks::record::TaskRecord;
+use crate::protocol::types::StreamResponse;
+use crate::records::record::TaskRecord;
 
 /// Events buffered per task for slow followers; one that falls further behind resynchronises
 /// from the task itself. The buffer holds pointers, so it costs 8 bytes a slot.
@@ -199,7 +199,7 @@ fn lock_slot(slot: &SettledSlot) -> MutexGuard<'_, Option<Arc<TaskRecord>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::types::{TaskState, TaskStatus, TaskStatusUpdateEvent};
+    use crate::protocol::types::{TaskState, TaskStatus, TaskStatusUpdateEvent};
 
     fn status(state: TaskState) -> StreamResponse {
         StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
@@ -215,7 +215,7 @@ mod tests {
     }
 
     fn record(state: TaskState) -> Arc<TaskRecord> {
-        let ext = crate::tasks::extension::TaskExtension::from_text("goal");
+        let ext = crate::records::extension::TaskExtension::from_text("goal");
         Arc::new(TaskRecord::for_test(ext, state, "o"))
     }
 

@@ -8,17 +8,17 @@ use async_trait::async_trait;
 use super::creator::{BriefRules, check_new_brief, join_as_admin, sender_of};
 use super::envelope::{BriefChange, read_brief};
 use super::events::TaskEvents;
-use super::extension::TaskExtension;
 use super::hops;
 use super::hub::{Change, Created, TaskHub};
 use super::input_limit::InputLimits;
-use super::record::TaskRecord;
 use super::service::{Caller, Subscription, TaskError, TaskService};
-use crate::a2a::types::{
+use crate::engine::{Engine, first_input};
+use crate::protocol::types::{
     ListTasksRequest, ListTasksResponse, Message, SendMessageRequest, TaskState, TaskStatus,
     timestamp_now,
 };
-use crate::engine::{Engine, first_input};
+use crate::records::extension::TaskExtension;
+use crate::records::record::TaskRecord;
 use crate::store::{StoreError, TaskFilter};
 
 /// Tasks listed per page when the request names no size.
@@ -94,7 +94,7 @@ impl Tasks {
         record: &TaskRecord,
         history_length: Option<i32>,
         include_artifacts: bool,
-    ) -> Result<crate::a2a::types::Task, TaskError> {
+    ) -> Result<crate::protocol::types::Task, TaskError> {
         let history = match history_length {
             Some(n) if n <= 0 => None,
             Some(n) => Some(self.hub.store().history(&record.id, Some(n as usize))?),
@@ -319,7 +319,7 @@ impl TaskService for Tasks {
         caller: &Caller,
         id: &str,
         history_length: Option<i32>,
-    ) -> Result<crate::a2a::types::Task, TaskError> {
+    ) -> Result<crate::protocol::types::Task, TaskError> {
         let record = self.visible(&caller.participant_id, id)?;
         self.render(&record, history_length, true)
     }
@@ -330,7 +330,7 @@ impl TaskService for Tasks {
         id: &str,
         history_length: Option<i32>,
         events: &TaskEvents,
-    ) -> Result<crate::a2a::types::Task, TaskError> {
+    ) -> Result<crate::protocol::types::Task, TaskError> {
         match events.settled_record() {
             // The record the settling change committed: the same the store would give, with
             // one read (of the task) fewer. Only the history is read.
@@ -392,7 +392,7 @@ impl TaskService for Tasks {
         &self,
         caller: &Caller,
         id: &str,
-    ) -> Result<crate::a2a::types::Task, TaskError> {
+    ) -> Result<crate::protocol::types::Task, TaskError> {
         let record = self.visible(&caller.participant_id, id)?;
         if record.state().is_terminal() {
             return Err(TaskError::NotCancelable {

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::a2a::types::Message;
+use crate::protocol::types::Message;
 
 /// The key under `Message.metadata` that carries a delegation for an agent that does not take
 /// the task envelope (a tiny-harness reads it either way; other agents ignore it).

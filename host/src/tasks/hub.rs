@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use super::events::{Channels, TaskEvents};
 use super::live_records::LiveRecords;
-use super::record::TaskRecord;
-use crate::a2a::types::{
+use crate::protocol::types::{
     StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
+use crate::records::record::TaskRecord;
 use crate::store::{Store, StoreError, Tx};
 
 /// The outcome of [`TaskHub::change`].
@@ -316,7 +316,7 @@ fn current(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::extension::TaskExtension;
+    use crate::records::extension::TaskExtension;
 
     fn note(record: &TaskRecord) -> &str {
         record.metadata["note"].as_str().unwrap_or_default()

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use super::envelope::BriefChange;
-use super::extension::{Lifecycle, TaskExtension};
 use super::service::TaskError;
-use crate::a2a::types::Message;
+use crate::protocol::types::Message;
+use crate::records::extension::{Lifecycle, TaskExtension};
 
 /// The setting the budget comes from, as a refusal names it. The runtime fills the numbers
 /// from `[context]` and each model's `context_window_tokens` (`context::budget`), so this
@@ -136,7 +136,7 @@ fn model_parts(message: &Message) -> Vec<(String, usize)> {
         .parts
         .iter()
         .enumerate()
-        .filter(|(_, part)| part.media_type != super::extension::ENVELOPE_MEDIA_TYPE)
+        .filter(|(_, part)| part.media_type != crate::records::extension::ENVELOPE_MEDIA_TYPE)
         .filter_map(|(index, part)| {
             let at = |kind: &str| format!("message.parts[{index}].{kind}");
             if let Some(text) = &part.text {
@@ -177,7 +177,7 @@ fn envelope_index(message: &Message) -> Option<usize> {
     message
         .parts
         .iter()
-        .position(|part| part.media_type == super::extension::ENVELOPE_MEDIA_TYPE)
+        .position(|part| part.media_type == crate::records::extension::ENVELOPE_MEDIA_TYPE)
 }
 
 /// The brief's fields the model reads, each with its size in bytes.
@@ -232,8 +232,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::a2a::types::Part;
-    use crate::tasks::extension::ENVELOPE_MEDIA_TYPE;
+    use crate::protocol::types::Part;
+    use crate::records::extension::ENVELOPE_MEDIA_TYPE;
 
     fn limits() -> InputLimits {
         let limit = |budget: usize| InputLimit {

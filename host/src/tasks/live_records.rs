@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::record::TaskRecord;
+use crate::records::record::TaskRecord;
 
 /// Records kept at most, and loops followed at most. Entries go when their task's loop parks or
 /// stops; the cap bounds what a burst of tasks (or a loop that never stopped cleanly) can hold:
@@ -212,10 +212,10 @@ impl LiveRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::types::TaskState;
+    use crate::protocol::types::TaskState;
 
     fn record(id: &str, state: TaskState, note: &str) -> TaskRecord {
-        let ext = crate::tasks::extension::TaskExtension::from_text("goal");
+        let ext = crate::records::extension::TaskExtension::from_text("goal");
         let mut record = TaskRecord::for_test(ext, state, "o");
         record.id = id.into();
         record.metadata.insert("note".into(), note.into());

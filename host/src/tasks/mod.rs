@@ -5,13 +5,11 @@
 pub mod creator;
 pub mod envelope;
 pub mod events;
-pub mod extension;
 pub mod handler;
 pub mod hops;
 pub mod hub;
 pub mod input_limit;
 pub mod live_records;
-pub mod record;
 pub mod service;
 pub mod trust;
 

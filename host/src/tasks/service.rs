@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 
 use super::events::TaskEvents;
-use crate::a2a::types::{ListTasksRequest, ListTasksResponse, SendMessageRequest, Task, TaskState};
+use crate::protocol::types::{
+    ListTasksRequest, ListTasksResponse, SendMessageRequest, Task, TaskState,
+};
 
 /// The participant id of a caller that names none.
 pub const ANONYMOUS_PARTICIPANT: &str = "user";

@@ -9,14 +9,14 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
-use tiny_harness::a2a::card::default_card;
-use tiny_harness::a2a::client::A2aClient;
-use tiny_harness::a2a::server::{ConnectionLimits, ServerState, router, serve};
-use tiny_harness::a2a::types::{
+use tiny_harness::agents::client::A2aClient;
+use tiny_harness::protocol::card::default_card;
+use tiny_harness::protocol::types::{
     ListTasksRequest, ListTasksResponse, Message, Part, Role, SendMessageConfiguration,
     SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
+use tiny_harness::server::router::{ConnectionLimits, ServerState, router, serve};
 use tiny_harness::tasks::events::{TaskEvent, TaskEvents};
 use tiny_harness::tasks::{Caller, Delegators, Subscription, TaskError, TaskService};
 

@@ -16,13 +16,13 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use tiny_harness::a2a::client::A2aClient;
-use tiny_harness::a2a::types::{
+use tiny_harness::agents::client::A2aClient;
+use tiny_harness::config::Config;
+use tiny_harness::protocol::types::{
     Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
 };
-use tiny_harness::config::Config;
+use tiny_harness::records::extension::EXTENSION_URI;
 use tiny_harness::runtime::Runtime;
-use tiny_harness::tasks::extension::EXTENSION_URI;
 
 /// What a card server does when asked for its card.
 #[derive(Clone)]

@@ -149,7 +149,7 @@ impl Harness {
             .header("A2A-Version", "1.0")
             .header(
                 "A2A-Extensions",
-                tiny_harness::tasks::extension::EXTENSION_URI,
+                tiny_harness::records::extension::EXTENSION_URI,
             );
         let request = if trusted {
             request.bearer_auth(TOKEN)

@@ -5,9 +5,9 @@
 //! created or contacted.
 
 use crate::agents::SELF_ID;
-use crate::engine::tools::ToolError;
 use crate::model::{UNKNOWN_MODEL_CODE, UnknownModel};
-use crate::tasks::extension::TaskLink;
+use crate::records::extension::TaskLink;
+use crate::tools::ToolError;
 
 /// The code of a model asked of an agent other than this harness, which chooses its own.
 pub const MODEL_NOT_SELF_CODE: &str = "model.not_self";

@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::Children;
 use super::report::{ChildNews, news_of, note_text};
-use crate::a2a::client::{A2aClient, ClientError};
-use crate::a2a::jsonrpc::TASK_NOT_FOUND;
-use crate::a2a::types::{StreamResponse, Task, TaskState};
+use crate::agents::client::{A2aClient, ClientError};
+use crate::protocol::jsonrpc::TASK_NOT_FOUND;
+use crate::protocol::types::{StreamResponse, Task, TaskState};
 
 /// The first wait between polls, doubled after each quiet poll up to [`MAX_POLL_INTERVAL`].
 const FIRST_POLL_INTERVAL: Duration = Duration::from_millis(200);

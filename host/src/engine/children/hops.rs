@@ -5,14 +5,14 @@
 
 use serde_json::Value;
 
-use crate::a2a::client::ClientError;
-use crate::a2a::jsonrpc::ERROR_INFO_TYPE;
 use crate::agents::SELF_ID;
-use crate::engine::tools::ToolError;
+use crate::agents::client::ClientError;
+use crate::protocol::jsonrpc::ERROR_INFO_TYPE;
+use crate::records::record::TaskRecord;
 use crate::tasks::hops::{
     CYCLE_REASON, Delegation, HOPS_KEY, HOPS_REASON, HopRules, MAX_HOPS_KEY, REFUSAL_KEY,
 };
-use crate::tasks::record::TaskRecord;
+use crate::tools::ToolError;
 
 /// The code of a sub-task that would go, or went, too many hops from harness to harness.
 pub const DEPTH_CODE: &str = "agent.depth";
@@ -97,10 +97,10 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::a2a::jsonrpc::RpcError;
-    use crate::a2a::types::TaskState;
+    use crate::protocol::jsonrpc::RpcError;
+    use crate::protocol::types::TaskState;
+    use crate::records::extension::TaskExtension;
     use crate::tasks::TaskError;
-    use crate::tasks::extension::TaskExtension;
     use crate::tasks::hops::{HopRefusal, InstanceId, RefusalReason};
 
     fn rules(max_hops: u32) -> HopRules {

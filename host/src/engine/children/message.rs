@@ -4,13 +4,13 @@
 //! child asked (INPUT_REQUIRED): the child goes on with it, and its follower reports as before.
 
 use super::Children;
-use crate::a2a::client::A2aClient;
-use crate::a2a::types::{
+use crate::agents::MAX_ECHOED_ID_CHARS;
+use crate::agents::client::A2aClient;
+use crate::protocol::types::{
     Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState,
 };
-use crate::agents::MAX_ECHOED_ID_CHARS;
-use crate::engine::tools::{ChildMessage, ToolError};
-use crate::tasks::extension::TaskLink;
+use crate::records::extension::TaskLink;
+use crate::tools::{ChildMessage, ToolError};
 
 /// The longest message a parent may send a child, in characters: an answer to a question, not a
 /// document (a document belongs in a new sub-task's brief).
@@ -69,7 +69,7 @@ fn find_row<'a>(
         .collect();
     // The id and agent are the model's words (perhaps copied from untrusted text): echoed
     // escaped and cut, like an unknown agent id.
-    let echo = |text: &str| crate::log_field::escape_capped(text, MAX_ECHOED_ID_CHARS);
+    let echo = |text: &str| crate::text::log_field::escape_capped(text, MAX_ECHOED_ID_CHARS);
     let named = || match agent {
         Some(agent) => format!("{} on {}", echo(task_id), echo(agent)),
         None => echo(task_id),
@@ -134,7 +134,7 @@ async fn send(
     child: &str,
     text: &str,
     message_id: &str,
-) -> Result<(), crate::a2a::client::ClientError> {
+) -> Result<(), crate::agents::client::ClientError> {
     let request = SendMessageRequest {
         tenant: String::new(),
         message: Message {
@@ -156,7 +156,7 @@ async fn send(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tasks::extension::AgentRef;
+    use crate::records::extension::AgentRef;
 
     fn row(task_id: &str, agent: &str, state: &str) -> TaskLink {
         TaskLink {

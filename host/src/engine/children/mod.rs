@@ -3,7 +3,6 @@
 //! that tells the parent of each change, and an A2A `CancelTask` when the parent is canceled.
 //! There is no in-process shortcut: `self` is reached over HTTP at its own base URL.
 
-pub mod brief;
 pub mod choice;
 mod deadline;
 mod follower;
@@ -18,22 +17,22 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use self::brief::{ChildBrief, Delivery, child_message};
 use self::report::ChildNews;
 use super::budget;
-use super::tools::ToolError;
 use super::wakeups::WakeSender;
-use crate::a2a::client::{A2aClient, ClientError};
-use crate::a2a::types::{
-    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
-};
+use crate::agents::client::{A2aClient, ClientError};
 use crate::agents::{Registry, SELF_ID};
 use crate::model::Redactor;
+use crate::protocol::types::{
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
+};
+use crate::records::extension::{AgentRef, EXTENSION_URI, TaskLink};
+use crate::records::record::TaskRecord;
 use crate::store::{Store, StoreError};
-use crate::tasks::extension::{AgentRef, EXTENSION_URI, TaskLink};
 use crate::tasks::hops::HopRules;
 use crate::tasks::hub::TaskHub;
-use crate::tasks::record::TaskRecord;
+use crate::tools::ToolError;
+use crate::tools::brief::{ChildBrief, Delivery, child_message};
 
 /// Parent links followed when measuring a task's depth; a longer chain is treated as too deep
 /// rather than walked further, so a corrupt cycle cannot loop.
@@ -208,7 +207,7 @@ impl Children {
         })?;
         match response {
             SendMessageResponse::Task(task) if !is_usable_task_id(&task.id) => {
-                tracing::warn!(parent = %request.parent.id, agent = %agent_id, id = %crate::log_field::escape(&task.id), "the agent named its task with an unusable id");
+                tracing::warn!(parent = %request.parent.id, agent = %agent_id, id = %crate::text::log_field::escape(&task.id), "the agent named its task with an unusable id");
                 Err(ToolError::new(
                     "subtask.failed",
                     format!(
@@ -486,7 +485,7 @@ async fn cancel_on_agent(
         match client.cancel_task(child).await {
             Ok(task) => Ok(task),
             // Already finished: read how it ended.
-            Err(err) if err.rpc_code() == Some(crate::a2a::jsonrpc::TASK_NOT_CANCELABLE) => {
+            Err(err) if err.rpc_code() == Some(crate::protocol::jsonrpc::TASK_NOT_CANCELABLE) => {
                 client.get_task(child, Some(0)).await
             }
             Err(err) => Err(err),
@@ -505,7 +504,7 @@ fn is_usable_task_id(id: &str) -> bool {
         && id.chars().all(|c| {
             !c.is_whitespace()
                 && !c.is_control()
-                && !crate::context::untrusted::is_invisible(c)
+                && !crate::text::untrusted::is_invisible(c)
                 && !matches!(c, '<' | '>')
         })
 }

@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use crate::a2a::types::{Message, Part, Role, Task, TaskState};
+use crate::protocol::types::{Message, Part, Role, Task, TaskState};
+use crate::records::extension::METADATA_KEY;
 use crate::store::StoreError;
-use crate::tasks::extension::METADATA_KEY;
 use crate::tasks::hub::{Change, TaskHub};
 
 /// The longest child answer the parent's model reads whole; a longer one is cut and marked with
@@ -177,7 +177,7 @@ pub async fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::a2a::types::{Artifact, TaskStatus};
+    use crate::protocol::types::{Artifact, TaskStatus};
 
     fn task(state: TaskState, answer: &str) -> Task {
         Task {

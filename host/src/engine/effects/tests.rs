@@ -1,8 +1,8 @@
 //! Golden tests of the effect checks: the errors are what the model reads.
 
 use super::*;
-use crate::a2a::types::TaskState;
-use crate::tasks::extension::{Participant, ParticipantKind, TaskExtension};
+use crate::protocol::types::TaskState;
+use crate::records::extension::{Participant, ParticipantKind, TaskExtension};
 
 fn record(plan: Option<Plan>) -> TaskRecord {
     let mut ext = TaskExtension::from_text("goal");

@@ -97,7 +97,7 @@ fn last_note(messages: &[ChatMessage]) -> Option<&str> {
 }
 
 /// The source and text of `content` when it is exactly one untrusted block as
-/// [`crate::context::untrusted`] writes it: tag, preamble, text, closing tag.
+/// [`crate::text::untrusted`] writes it: tag, preamble, text, closing tag.
 fn open_untrusted(content: &str) -> Option<(&str, &str)> {
     let rest = content.strip_prefix("<untrusted source=\"")?;
     let (source, rest) = rest.split_once("\">\n")?;
@@ -109,8 +109,8 @@ fn open_untrusted(content: &str) -> Option<(&str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::untrusted;
     use crate::model::Purpose;
+    use crate::text::untrusted::untrusted;
 
     fn request(messages: Vec<ChatMessage>) -> ModelRequest {
         ModelRequest {

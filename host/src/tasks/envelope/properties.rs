@@ -10,10 +10,10 @@ use proptest::sample::select;
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::a2a::types::Part;
+use crate::protocol::types::Part;
+use crate::records::extension::Lifecycle;
+use crate::records::extension::{AgentRef, ParticipantKind, TaskLink};
 use crate::tasks::creator::{BriefRules, check_new_brief};
-use crate::tasks::extension::Lifecycle;
-use crate::tasks::extension::{AgentRef, ParticipantKind, TaskLink};
 
 /// Every key a brief's payload may hold, as [`TaskExtension`] names them.
 const BRIEF_KEYS: [&str; 16] = [
@@ -399,7 +399,7 @@ proptest! {
     fn any_text_without_an_envelope_becomes_a_named_brief(text in any::<String>()) {
         let brief = TaskExtension::from_text(&text);
         prop_assert!(!brief.name.trim().is_empty());
-        prop_assert!(brief.name.chars().count() <= crate::tasks::extension::DERIVED_NAME_CHARS);
+        prop_assert!(brief.name.chars().count() <= crate::records::extension::DERIVED_NAME_CHARS);
         prop_assert_eq!(brief.goal, text.trim());
         prop_assert_eq!(
             check_new_brief(&TaskExtension::from_text(&text), "alice", false, &rules()),
