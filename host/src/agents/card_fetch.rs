@@ -5,12 +5,7 @@ use std::time::Duration;
 
 use crate::protocol::card::CARD_PATH;
 use crate::protocol::types::AgentCard;
-use crate::server::headers::{A2A_VERSION_HEADER, SUPPORTED_VERSION};
-
-/// How long one card may take to arrive, connection included, unless `[roster]
-/// card_timeout_secs` says otherwise. Cards are small static documents: an agent that cannot
-/// serve one in 5 s is treated as down rather than delaying start-up further.
-pub const DEFAULT_CARD_TIMEOUT: Duration = Duration::from_secs(5);
+use crate::protocol::headers::{A2A_VERSION_HEADER, SUPPORTED_VERSION};
 
 /// The largest card body read. An honest card is a few kilobytes; 4 MiB leaves room for a
 /// verbose one (the roster caps what the model reads anyway) while a server that streams without

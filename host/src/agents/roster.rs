@@ -8,31 +8,7 @@ use crate::protocol::types::AgentCard;
 
 use super::clean::{clean, cut};
 use super::registry::Registry;
-
-/// How much of each card the roster keeps. Every request carries the roster in its cached
-/// prefix, so these bound what a verbose or hostile card can cost each turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caps {
-    pub name: usize,
-    pub description: usize,
-    pub skill_name: usize,
-    pub skill_description: usize,
-    /// Skills listed per agent; the rest are counted.
-    pub skills: usize,
-}
-
-impl Caps {
-    /// The defaults of `[roster]`: a name is a short label, a description a paragraph, and eight
-    /// skills are enough to tell what an agent is for. At the defaults one agent costs at most
-    /// about 2 800 characters (~700 tokens).
-    pub const DEFAULT: Caps = Caps {
-        name: 64,
-        description: 512,
-        skill_name: 64,
-        skill_description: 256,
-        skills: 8,
-    };
-}
+pub use crate::config::card::Caps;
 
 /// A skill as the model reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]

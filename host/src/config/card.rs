@@ -2,12 +2,41 @@
 //! agents' cards are fetched and how much of each the model reads), with their checks.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use serde::Deserialize;
 
 use super::ConfigError;
-use crate::agents::card_fetch::DEFAULT_CARD_TIMEOUT;
-use crate::agents::roster::Caps;
+
+/// How long one card may take to arrive, connection included, unless `[roster]
+/// card_timeout_secs` says otherwise. Cards are small static documents: an agent that cannot
+/// serve one in 5 s is treated as down rather than delaying start-up further.
+pub const DEFAULT_CARD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How much of each card the roster keeps. Every request carries the roster in its cached
+/// prefix, so these bound what a verbose or hostile card can cost each turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caps {
+    pub name: usize,
+    pub description: usize,
+    pub skill_name: usize,
+    pub skill_description: usize,
+    /// Skills listed per agent; the rest are counted.
+    pub skills: usize,
+}
+
+impl Caps {
+    /// The defaults of `[roster]`: a name is a short label, a description a paragraph, and eight
+    /// skills are enough to tell what an agent is for. At the defaults one agent costs at most
+    /// about 2 800 characters (~700 tokens).
+    pub const DEFAULT: Caps = Caps {
+        name: 64,
+        description: 512,
+        skill_name: 64,
+        skill_description: 256,
+        skills: 8,
+    };
+}
 
 /// The longest card fetch timeout accepted: start-up waits this long for the slowest agent, so
 /// a larger value would only hide a dead agent behind a slow start.

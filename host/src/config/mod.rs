@@ -2,7 +2,7 @@
 //! dotted setting it is about (`server.base_url`, `agents[1].url`). Secrets are never read from
 //! the file: only the names of the environment variables that hold them.
 
-mod card;
+pub mod card;
 mod defaults;
 mod engine;
 #[cfg(test)]
@@ -388,8 +388,8 @@ impl Default for PluginsConfig {
 #[serde(deny_unknown_fields)]
 pub struct ParticipantConfig {
     pub id: String,
-    pub kind: crate::records::extension::ParticipantKind,
-    pub role: crate::records::extension::Role,
+    pub kind: crate::protocol::extension::ParticipantKind,
+    pub role: crate::protocol::extension::Role,
     #[serde(default)]
     pub display_name: Option<String>,
 }

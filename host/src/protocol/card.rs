@@ -2,9 +2,8 @@
 //! listens, and which optional A2A capabilities it has.
 
 use crate::protocol::types::{AgentCapabilities, AgentCard, AgentExtension, AgentInterface};
-use crate::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
-use crate::server::headers::LEGACY_VERSION;
-use crate::server::rest;
+use crate::protocol::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
+use crate::protocol::headers::LEGACY_VERSION;
 
 /// The agent's name on the card.
 pub const AGENT_NAME: &str = "tiny-harness";
@@ -12,6 +11,8 @@ pub const AGENT_NAME: &str = "tiny-harness";
 pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The preferred protocol binding, listed first on the card.
 pub const PROTOCOL_BINDING: &str = "JSONRPC";
+/// The `protocolBinding` of the HTTP+JSON (REST) binding on the card.
+pub const REST_PROTOCOL_BINDING: &str = "HTTP+JSON";
 /// The protocol version served, `Major.Minor` as §3.6 asks.
 pub const PROTOCOL_VERSION: &str = "1.0";
 /// The path a card is published at, relative to an agent's base URL.
@@ -36,7 +37,7 @@ pub fn default_card(base_url: &str) -> AgentCard {
         description: DESCRIPTION.to_string(),
         supported_interfaces: [
             (PROTOCOL_BINDING, PROTOCOL_VERSION),
-            (rest::PROTOCOL_BINDING, PROTOCOL_VERSION),
+            (REST_PROTOCOL_BINDING, PROTOCOL_VERSION),
             (PROTOCOL_BINDING, LEGACY_VERSION),
         ]
         .into_iter()

@@ -5,8 +5,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value, json};
 
 use crate::protocol::types::timestamp_now;
-use crate::tasks::TaskError;
-use crate::tasks::hops::{self, HopRefusal, RefusalReason};
 
 /// The only JSON-RPC version spoken.
 pub const JSONRPC_VERSION: &str = "2.0";
@@ -78,7 +76,7 @@ pub enum RequestId {
 
 impl RequestId {
     /// The id as a JSON value, or `None` when the value cannot be an id (bool, array, object).
-    fn from_value(value: &Value) -> Option<RequestId> {
+    pub(crate) fn from_value(value: &Value) -> Option<RequestId> {
         match value {
             Value::String(s) => Some(RequestId::String(s.clone())),
             Value::Number(n) => Some(RequestId::Number(n.clone())),
@@ -179,41 +177,6 @@ impl RpcError {
     /// The operation or one aspect of it is not supported.
     pub fn unsupported(message: impl Into<String>) -> RpcError {
         RpcError::new(UNSUPPORTED_OPERATION, message)
-    }
-}
-
-impl From<TaskError> for RpcError {
-    fn from(error: TaskError) -> RpcError {
-        let message = error.to_string();
-        match error {
-            TaskError::NotFound(id) => {
-                RpcError::new(TASK_NOT_FOUND, message).with_metadata("taskId", id)
-            }
-            TaskError::NotCancelable { id, state } => RpcError::new(TASK_NOT_CANCELABLE, message)
-                .with_metadata("taskId", id)
-                .with_metadata("state", state.wire_name()),
-            TaskError::Terminal { id, state } => RpcError::new(UNSUPPORTED_OPERATION, message)
-                .with_metadata("taskId", id)
-                .with_metadata("state", state.wire_name()),
-            TaskError::InvalidParams(detail) => RpcError::invalid_params("", detail),
-            TaskError::Delegation(refusal) => delegation_refused(&refusal),
-            TaskError::Unsupported(detail) => RpcError::unsupported(detail),
-            TaskError::Internal(detail) => RpcError::internal(detail),
-        }
-    }
-}
-
-/// A new task refused for its delegation: invalid params naming the field, its `ErrorInfo`
-/// metadata saying why ([`hops::REFUSAL_KEY`]) and, for too many hops, the count and the limit,
-/// so that a parent harness tells a loop from a chain gone too far on every binding.
-fn delegation_refused(refusal: &HopRefusal) -> RpcError {
-    let error = RpcError::invalid_params(&refusal.field, &refusal.message)
-        .with_metadata(hops::REFUSAL_KEY, refusal.reason.code());
-    match refusal.reason {
-        RefusalReason::Cycle => error,
-        RefusalReason::TooManyHops { hops: count, max } => error
-            .with_metadata(hops::HOPS_KEY, count.to_string())
-            .with_metadata(hops::MAX_HOPS_KEY, max.to_string()),
     }
 }
 
@@ -329,7 +292,7 @@ pub fn parse_params<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::types::{SendMessageRequest, TaskState};
+    use crate::protocol::types::SendMessageRequest;
 
     fn refused(body: &str) -> (RequestId, RpcError) {
         Request::parse(body.as_bytes()).unwrap_err()
@@ -387,75 +350,6 @@ mod tests {
     }
 
     #[test]
-    fn task_errors_map_to_a2a_codes_with_error_info() {
-        let cases = [
-            (TaskError::NotFound("t".into()), TASK_NOT_FOUND),
-            (
-                TaskError::NotCancelable {
-                    id: "t".into(),
-                    state: TaskState::Completed,
-                },
-                TASK_NOT_CANCELABLE,
-            ),
-            (
-                TaskError::Terminal {
-                    id: "t".into(),
-                    state: TaskState::Failed,
-                },
-                UNSUPPORTED_OPERATION,
-            ),
-            (TaskError::InvalidParams("bad".into()), INVALID_PARAMS),
-            (TaskError::Unsupported("no".into()), UNSUPPORTED_OPERATION),
-            (TaskError::Internal("db".into()), INTERNAL_ERROR),
-        ];
-        for (task_error, code) in cases {
-            let error = RpcError::from(task_error);
-            assert_eq!(error.code, code);
-            assert_eq!(error.data[0]["@type"], ERROR_INFO_TYPE);
-            assert_eq!(error.data[0]["domain"], ERROR_DOMAIN);
-            assert_eq!(error.data[0]["reason"], reason_of(code));
-        }
-        let error = RpcError::from(TaskError::NotFound("t9".into()));
-        assert_eq!(error.data[0]["reason"], "TASK_NOT_FOUND");
-        assert_eq!(error.data[0]["metadata"]["taskId"], "t9");
-    }
-
-    #[test]
-    fn a_delegation_refusal_is_invalid_params_naming_the_field_and_the_reason() {
-        let refusal = |reason| {
-            RpcError::from(TaskError::Delegation(HopRefusal {
-                field: "task.delegation.hops".into(),
-                reason,
-                message: "5 hops".into(),
-            }))
-        };
-        let error = refusal(RefusalReason::TooManyHops { hops: 5, max: 4 });
-        assert_eq!(error.code, INVALID_PARAMS);
-        assert_eq!(
-            error.message,
-            "invalid params: task.delegation.hops: 5 hops"
-        );
-        let metadata = &error.data[0]["metadata"];
-        assert_eq!(metadata[hops::REFUSAL_KEY], hops::HOPS_REASON);
-        assert_eq!(metadata[hops::HOPS_KEY], "5");
-        assert_eq!(metadata[hops::MAX_HOPS_KEY], "4");
-        assert_eq!(metadata["field"], "task.delegation.hops");
-        assert_eq!(error.data[1]["@type"], BAD_REQUEST_TYPE);
-        let error = refusal(RefusalReason::Cycle);
-        assert_eq!(
-            error.data[0]["metadata"][hops::REFUSAL_KEY],
-            hops::CYCLE_REASON
-        );
-        assert_eq!(error.data[0]["reason"], "INVALID_PARAMS");
-    }
-
-    #[test]
-    fn internal_details_are_not_sent_to_the_caller() {
-        let error = RpcError::from(TaskError::Internal("disk I/O at /var/secret".into()));
-        assert!(!error.message.contains("secret"));
-    }
-
-    #[test]
     fn responses_carry_exactly_one_of_result_and_error() {
         let ok = serde_json::to_value(Response::success(RequestId::Number(1.into()), json!({})))
             .unwrap();
@@ -468,5 +362,4 @@ mod tests {
     }
 }
 
-#[cfg(test)]
-mod properties;
+

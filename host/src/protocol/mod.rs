@@ -4,6 +4,8 @@
 //! layer above may import it.
 
 pub mod card;
+pub mod extension;
+pub mod headers;
 pub mod jsonrpc;
 pub mod types;
 pub mod v03;

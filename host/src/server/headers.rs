@@ -8,20 +8,10 @@ use crate::protocol::jsonrpc::{
 };
 use crate::tasks::creator::{self, AuthorizationError};
 use crate::tasks::{Caller, Delegators};
-
-/// The protocol version the client speaks.
-pub const A2A_VERSION_HEADER: &str = "a2a-version";
-/// Comma-separated URIs of the extensions the client wants to use; the answer echoes the ones
-/// activated under the same name.
-pub const A2A_EXTENSIONS_HEADER: &str = "a2a-extensions";
-/// The same list under its A2A 0.3 name, which 0.3 clients send (and read back) instead.
-pub const LEGACY_EXTENSIONS_HEADER: &str = "x-a2a-extensions";
-/// Who the caller is; see [`Caller::from_header`].
-pub const PARTICIPANT_HEADER: &str = "x-participant-id";
-/// The `Major.Minor` version this server speaks.
-pub const SUPPORTED_VERSION: &str = "1.0";
-/// The older version spoken on the JSON-RPC endpoint, by its 0.3 method names.
-pub const LEGACY_VERSION: &str = "0.3";
+use crate::protocol::headers::{
+    A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, LEGACY_EXTENSIONS_HEADER, LEGACY_VERSION,
+    PARTICIPANT_HEADER, SUPPORTED_VERSION,
+};
 
 /// Accepts `A2A-Version: 1.0` (a patch such as `1.0.2` is tolerated: §3.6 says patches never
 /// matter for compatibility) and refuses any other version with `VersionNotSupportedError`.

@@ -23,5 +23,8 @@ pub mod rate_limit;
 pub mod rest;
 pub mod router;
 pub mod sse;
+pub mod task_errors;
 pub mod v03;
 pub mod validate;
+#[cfg(test)]
+mod properties;

@@ -225,7 +225,7 @@ mod tests {
     use axum::http::{HeaderMap, HeaderValue};
 
     use super::*;
-    use crate::server::headers;
+    use crate::protocol::headers;
 
     const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 

@@ -28,10 +28,8 @@ use crate::protocol::types::{
     StreamResponse, Task,
 };
 use crate::protocol::v03::{self, convert};
-use crate::server::headers::LEGACY_VERSION;
-use crate::server::headers::{
-    A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, PARTICIPANT_HEADER, SUPPORTED_VERSION,
-};
+use crate::protocol::headers::LEGACY_VERSION;
+use crate::protocol::headers::{A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, PARTICIPANT_HEADER, SUPPORTED_VERSION};
 
 /// How long to wait for a TCP (and TLS) connection to an agent.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

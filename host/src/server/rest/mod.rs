@@ -28,14 +28,13 @@ use crate::protocol::types::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
 use crate::server::extensions::Activated;
-use crate::server::headers::{self, A2A_VERSION_HEADER};
+use crate::server::headers::{self};
+use crate::protocol::headers::{A2A_VERSION_HEADER};
 use crate::server::ops::{self, App, Requester, Streaming};
 use crate::server::sse::{self, Framing, to_text};
 use crate::text::log_field;
 use status::{Refusal, error_response, with_json};
 
-/// The `protocolBinding` of this binding on the card.
-pub const PROTOCOL_BINDING: &str = "HTTP+JSON";
 /// The media type of every REST response body. §11.1 prefers `application/a2a+json`, but the
 /// clients in use (the TCK among them) look for `application/json`, which every JSON client
 /// reads.
