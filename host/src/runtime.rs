@@ -479,7 +479,7 @@ pub fn render_context(
     roster: &Roster,
     skills: &Catalog,
 ) -> Result<String, serde_json::Error> {
-    use crate::engine::ToolHost;
+    use crate::tools::ToolHost;
     let prefix = static_prefix(config, plugins, roster, skills);
     let mut out = String::new();
     out.push_str("=== static prefix (instructions) ===\n");

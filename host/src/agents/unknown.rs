@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::engine::ToolError;
+use crate::tools::ToolError;
 
 /// The stable code of an unknown agent id.
 pub const UNKNOWN_AGENT_CODE: &str = "agent.unknown";

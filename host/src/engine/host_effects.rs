@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::children::{Children, SpawnRequest};
-use super::effects::{self, StepRequest};
+use crate::tools::effects::{self, StepRequest};
 use crate::agents::{Registry, SELF_ID, UnknownAgent};
 use crate::records::extension::{Lifecycle, TaskLink};
 use crate::records::record::TaskRecord;

@@ -4,7 +4,6 @@
 
 pub mod budget;
 pub mod children;
-pub mod effects;
 pub mod embedded;
 pub mod host_effects;
 mod inbox;

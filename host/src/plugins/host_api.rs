@@ -13,7 +13,7 @@ use super::bindings::host::{self, Level, StepInput, SubtaskBrief, SubtaskRef};
 use super::bindings::types::{self, ToolError as WitToolError};
 use super::sandbox::StoreData;
 use crate::agents::SELF_ID;
-use crate::engine::effects::StepRequest;
+use crate::tools::effects::StepRequest;
 use crate::records::extension::{Lifecycle, Role};
 use crate::records::record::TaskRecord;
 use crate::tools::brief::ChildBrief;

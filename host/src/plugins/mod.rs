@@ -34,7 +34,7 @@ pub use sandbox::{COPY_INIT_MAX_BYTES, CallLimits};
 pub use threads::THREAD_NAME_PREFIX;
 pub use toolbox::Toolbox;
 
-use crate::engine::EffectPort;
+use crate::tools::EffectPort;
 use crate::text::log_field::escape_capped;
 use cache::CompileCache;
 use loader::LoadedPlugin;

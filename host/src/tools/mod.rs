@@ -3,11 +3,12 @@
 //! the tool's result, so a crash never leaves a result without its effect or the reverse.
 
 pub mod brief;
+pub mod effects;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::effects::StepRequest;
+use effects::StepRequest;
 use crate::model::{ToolCall, ToolSpec};
 use crate::records::extension::{Plan, Role, TaskLink};
 use crate::records::record::TaskRecord;
@@ -155,7 +156,7 @@ pub struct ChildMessage {
 
 /// The port through which a tool asks for effects on the task whose call is in flight: plans and
 /// steps, questions to participants, roles, children, skills. The engine implements it
-/// ([`super::effects::HostEffects`]) and checks every request against the task as it is; the
+/// ([`crate::engine::HostEffects`]) and checks every request against the task as it is; the
 /// plugin host knows this trait and nothing else of the engine. Each check sees the effects the
 /// call has already asked for (`pending`), so a plan attached earlier in the same call counts.
 #[async_trait]

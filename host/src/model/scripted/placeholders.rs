@@ -1,7 +1,7 @@
 //! The placeholders a scripted reply's text may hold, filled from the request it answers, so an
 //! offline demo repeats what a tool or another agent really returned instead of a fixed figure.
 
-use crate::context::UNTRUSTED_PREAMBLE;
+use crate::text::untrusted::UNTRUSTED_PREAMBLE;
 use crate::model::{ChatMessage, ModelRequest};
 
 /// Replaced by the text of the most recent tool result in the request.
