@@ -4,6 +4,7 @@
 //! layer above may import it.
 
 pub mod card;
+pub mod delegation;
 pub mod extension;
 pub mod headers;
 pub mod jsonrpc;

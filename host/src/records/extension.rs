@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::model::Usage;
 use crate::protocol::types::TaskState;
-use crate::tasks::hops::Delegation;
+use crate::protocol::delegation::Delegation;
 
 pub use crate::protocol::extension::{
     ENVELOPE_MEDIA_TYPE, EXTENSION_URI, METADATA_KEY, ParticipantKind, Role,
