@@ -10,6 +10,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Engine;
+use super::inbox;
+use crate::protocol::types::Message;
+use crate::records::record::TaskRecord;
+use crate::store::Tx;
+use crate::tasks::engine_port::FirstInput;
 use super::children::Children;
 use super::turn::{Origin, Parking, Shared, run_task};
 use super::wakeups::WakeReceiver;
@@ -243,11 +248,25 @@ fn lock(map: &RunningMap) -> std::sync::MutexGuard<'_, HashMap<String, Running>>
 
 #[async_trait::async_trait]
 impl Engine for EmbeddedEngine {
+    fn first_input(&self, record: &TaskRecord, message: &Message) -> Option<FirstInput> {
+        inbox::first_input(record, message)
+    }
+
+    fn record_first_input(
+        &self,
+        tx: &mut Tx<'_>,
+        task_id: &str,
+        first: &FirstInput,
+        seq: i64,
+    ) -> Result<(), StoreError> {
+        inbox::record_first_input(tx, task_id, first, seq)
+    }
+
     fn start(&self, task_id: &str) {
         self.spawn(task_id, Origin::Created);
     }
 
-    fn start_drained(&self, task_id: &str, first: &crate::engine::FirstInput, seq: i64) {
+    fn start_drained(&self, task_id: &str, first: &FirstInput, seq: i64) {
         self.spawn(task_id, Origin::Drained(Box::new(first.replay(seq))));
     }
 

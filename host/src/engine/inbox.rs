@@ -17,6 +17,7 @@ use crate::records::extension::{
 };
 use crate::records::record::TaskRecord;
 use crate::store::{StoreError, Tx};
+use crate::tasks::engine_port::FirstInput;
 use crate::tasks::hub::Change;
 use crate::tools::brief::ChildBrief;
 
@@ -183,7 +184,7 @@ fn newest(read: Vec<(i64, Option<String>)>, seq: i64) -> Option<(i64, Option<Str
 /// A new task's first message as the model's input, when draining it would make exactly one
 /// participant's input of it: not a `/sub-task` command, not a brief alone, not a task a
 /// participant works. The transaction that creates the task then journals it (with
-/// [`FirstInput::entry`]) and sets the task working, so the task's first step is its model call
+/// [`record_first_input`]) and sets the task working, so the task's first step is its model call
 /// instead of a drain and a write of its own. `None` leaves the message to the loop's first
 /// drain.
 pub(crate) fn first_input(record: &TaskRecord, message: &Message) -> Option<FirstInput> {
@@ -210,13 +211,16 @@ pub(crate) fn first_input(record: &TaskRecord, message: &Message) -> Option<Firs
     })
 }
 
-/// What [`first_input`] found: the drain's entry for the message, less its sequence number.
-#[derive(Debug, Clone)]
-pub struct FirstInput {
-    from: String,
-    trusted: bool,
-    text: String,
-    message_id: String,
+/// Journals `first`, the message at `seq`, as the drain's entry for it, in the transaction that
+/// creates the task: the engines' [`crate::tasks::engine_port::Engine::record_first_input`].
+pub(crate) fn record_first_input(
+    tx: &mut Tx<'_>,
+    task_id: &str,
+    first: &FirstInput,
+    seq: i64,
+) -> Result<(), StoreError> {
+    tx.append_journal(task_id, &first.entry(seq))?;
+    Ok(())
 }
 
 impl FirstInput {

@@ -11,6 +11,9 @@ pub const METADATA_KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
 pub const EXTENSION_URI: &str = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1";
 /// The media type of the inbound envelope data part.
 pub const ENVELOPE_MEDIA_TYPE: &str = "application/vnd.tiny-harness.event+json";
+/// The metadata key that marks a message as a stand-in's report of a child. The parent's loop
+/// reads such a message as an untrusted note from source `agent`, never as a participant's words.
+pub const CHILD_REPORT_KEY: &str = "io.github.madarauchiha-314.tiny-harness/subTask";
 
 /// Who may do what on a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,7 +12,7 @@ use super::hops;
 use super::hub::{Change, Created, TaskHub};
 use super::input_limit::InputLimits;
 use super::service::{Caller, Subscription, TaskError, TaskService};
-use crate::engine::{Engine, first_input};
+use super::engine_port::Engine;
 use crate::protocol::types::{
     ListTasksRequest, ListTasksResponse, Message, SendMessageRequest, TaskState, TaskStatus,
     timestamp_now,
@@ -185,7 +185,7 @@ impl Tasks {
         // A message that is plain input for the model is journaled with the task, which is
         // created working: the loop's first step is then the model call, one write fewer.
         // Followers still see it submitted (the snapshot), then working (announced below).
-        let first = first_input(&record, &message);
+        let first = self.engine.first_input(&record, &message);
         if first.is_some() {
             record.status = TaskStatus {
                 state: TaskState::Working,
@@ -195,12 +195,13 @@ impl Tasks {
         }
         let working = first.as_ref().map(|_| record.status.clone());
         let journaled = first.clone();
+        let engine = self.engine.clone();
         let created = self
             .hub
             .create(record, message_id, move |tx| {
                 let seq = tx.append_message(&message.task_id, &message)?;
                 if let Some(first) = &journaled {
-                    tx.append_journal(&message.task_id, &first.entry(seq))?;
+                    engine.record_first_input(tx, &message.task_id, first, seq)?;
                 }
                 Ok(seq)
             })
@@ -284,7 +285,7 @@ impl Tasks {
 /// Refuses a message that carries the mark of a child's report: only the harness's stand-ins
 /// write those, and the loop reads them as notes from the child.
 fn refuse_reserved_metadata(message: &Message) -> Result<(), TaskError> {
-    let key = crate::engine::children::report::CHILD_REPORT_KEY;
+    let key = crate::protocol::extension::CHILD_REPORT_KEY;
     if message
         .metadata
         .as_ref()

@@ -3,6 +3,7 @@
 //! may shape a new task's brief.
 
 pub mod creator;
+pub mod engine_port;
 pub mod envelope;
 pub mod events;
 pub mod handler;

@@ -12,9 +12,7 @@ use crate::tasks::hub::{Change, TaskHub};
 /// The longest child answer the parent's model reads whole; a longer one is cut and marked with
 /// `…`, so one verbose child cannot fill the parent's turn budget.
 pub const MAX_ANSWER_CHARS: usize = 4_000;
-/// The metadata key that marks a message as a stand-in's report of a child. The parent's loop
-/// reads such a message as an untrusted note from source `agent`, never as a participant's words.
-pub const CHILD_REPORT_KEY: &str = "io.github.madarauchiha-314.tiny-harness/subTask";
+pub use crate::protocol::extension::CHILD_REPORT_KEY;
 
 /// A change in a child, as the parent is to learn it.
 #[derive(Debug, Clone, PartialEq, Eq)]

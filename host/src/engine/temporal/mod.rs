@@ -21,6 +21,11 @@ use temporalio_client::{
 };
 
 use super::Engine;
+use super::inbox;
+use crate::protocol::types::Message;
+use crate::records::record::TaskRecord;
+use crate::store::Tx;
+use crate::tasks::engine_port::FirstInput;
 use super::embedded::EngineParts;
 use super::turn::Shared;
 use super::wakeups::WakeReceiver;
@@ -156,6 +161,20 @@ impl Workflows {
 
 #[async_trait::async_trait]
 impl Engine for TemporalEngine {
+    fn first_input(&self, record: &TaskRecord, message: &Message) -> Option<FirstInput> {
+        inbox::first_input(record, message)
+    }
+
+    fn record_first_input(
+        &self,
+        tx: &mut Tx<'_>,
+        task_id: &str,
+        first: &FirstInput,
+        seq: i64,
+    ) -> Result<(), StoreError> {
+        inbox::record_first_input(tx, task_id, first, seq)
+    }
+
     fn start(&self, task_id: &str) {
         let workflows = self.workflows.clone();
         let id = task_id.to_string();
