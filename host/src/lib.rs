@@ -13,6 +13,8 @@
 //! builds the roster the model sees in the static prefix's `agents` section, and [`skills`] reads
 //! and checks the skills the model may load, listed in its `skills_index` section.
 
+#![warn(missing_docs)]
+
 // Layers, bottom to top: a module imports only from the layers below it (host/tests/layers.rs
 // checks this, and that no file circle exists). See docs/architecture.md.
 pub mod protocol;

@@ -24,7 +24,7 @@ use crate::plugins::{
     AgentEntry, CallLimits, PluginError, PluginHost, PluginParticipant, PluginSettings,
     PluginSkill, PromptContext, SkillSummary,
 };
-use crate::protocol::types::AgentCard;
+use crate::protocol::card::AgentCard;
 use crate::server::router::{ConnectionLimits, ServerState, router, serve};
 use crate::skills::{Catalog, SkillError};
 use crate::store::{LockError, LockMode, Store, StoreError, StoreLock};

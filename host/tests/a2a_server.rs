@@ -8,7 +8,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use a2a_support::{HOLD, PANIC_ID, Server, error_code, error_message, send_request, task_of};
-use tiny_harness::protocol::types::{ListTasksRequest, StreamResponse, TaskState};
+use tiny_harness::protocol::requests::ListTasksRequest;
+use tiny_harness::protocol::types::{StreamResponse, TaskState};
 use tiny_harness::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 
 #[tokio::test]

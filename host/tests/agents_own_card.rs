@@ -70,7 +70,7 @@ async fn without_card_the_served_card_is_the_default_one_with_the_default_skill(
         "the default skill carries its examples"
     );
     assert_eq!(
-        tiny_harness::protocol::types::AgentCard {
+        tiny_harness::protocol::card::AgentCard {
             skills: default.skills.clone(),
             ..card
         },

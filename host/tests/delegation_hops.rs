@@ -23,10 +23,10 @@ use serde_json::{Value, json};
 use delegation_support::*;
 use tiny_harness::agents::client::{A2aClient, ClientError};
 use tiny_harness::model::ModelRequest;
-use tiny_harness::protocol::types::{
-    ListTasksRequest, Message, Part, Role, SendMessageConfiguration, SendMessageRequest,
-    SendMessageResponse, TaskState,
+use tiny_harness::protocol::requests::{
+    ListTasksRequest, SendMessageConfiguration, SendMessageRequest,
 };
+use tiny_harness::protocol::types::{Message, Part, Role, SendMessageResponse, TaskState};
 use tiny_harness::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 use tiny_harness::tasks::hops::{CYCLE_REASON, HOPS_REASON, METADATA_KEY, REFUSAL_KEY};
 

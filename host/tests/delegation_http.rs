@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 
 use delegation_support::*;
 use tiny_harness::model::ModelRequest;
-use tiny_harness::protocol::types::{ListTasksRequest, TaskState};
+use tiny_harness::protocol::requests::ListTasksRequest;
+use tiny_harness::protocol::types::TaskState;
 use tiny_harness::records::extension::ENVELOPE_MEDIA_TYPE;
 
 const FIGURE: &str = "Balance of ACME-001 on 31 March: 1,250.00 EUR";

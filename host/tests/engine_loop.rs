@@ -10,9 +10,8 @@ use tiny_harness::engine::journal::JournalEntry;
 use tiny_harness::engine::{EmbeddedEngine, EngineSettings};
 use tiny_harness::model::{ChatMessage, Model, ModelReply, Models, Purpose};
 use tiny_harness::plugins::{PluginHost, PluginSettings};
-use tiny_harness::protocol::types::{
-    Message, Part, Role, SendMessageRequest, StreamResponse, Task, TaskState,
-};
+use tiny_harness::protocol::requests::SendMessageRequest;
+use tiny_harness::protocol::types::{Message, Part, Role, StreamResponse, Task, TaskState};
 use tiny_harness::runtime::offline_prompt_context;
 use tiny_harness::store::Store;
 

@@ -14,9 +14,8 @@ use serde_json::json;
 use delegation_support::*;
 use futures::StreamExt;
 use tiny_harness::model::ModelRequest;
-use tiny_harness::protocol::types::{
-    ListTasksRequest, Message, Part, Role, SendMessageRequest, StreamResponse, TaskState,
-};
+use tiny_harness::protocol::requests::{ListTasksRequest, SendMessageRequest};
+use tiny_harness::protocol::types::{Message, Part, Role, StreamResponse, TaskState};
 
 /// Where the Temporal dev server is, for the Temporal runs.
 const TEMPORAL_ADDRESS_VAR: &str = "TINY_HARNESS_TEMPORAL_ADDRESS";

@@ -7,8 +7,9 @@ mod interop_support;
 use futures::StreamExt;
 use interop_support::{Harness, scenario};
 use tiny_harness::agents::client::A2aClient;
+use tiny_harness::protocol::requests::SendMessageRequest;
 use tiny_harness::protocol::types::{
-    Message, Part, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState,
+    Message, Part, Role, SendMessageResponse, StreamResponse, Task, TaskState,
 };
 
 fn request(prefix: &str, task_id: &str) -> SendMessageRequest {

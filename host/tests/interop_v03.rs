@@ -10,8 +10,9 @@ use futures::StreamExt;
 use interop_support::{Harness, scenario};
 use serde_json::{Value, json};
 use tiny_harness::agents::client::{A2aClient, Dialect};
+use tiny_harness::protocol::requests::SendMessageRequest;
 use tiny_harness::protocol::types::{
-    Message, Part, Role, SendMessageRequest, SendMessageResponse, StreamResponse, TaskState,
+    Message, Part, Role, SendMessageResponse, StreamResponse, TaskState,
 };
 
 /// A 0.3 user message; `task_id` continues a task when not empty.

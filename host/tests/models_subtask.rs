@@ -94,7 +94,7 @@ async fn an_unknown_model_for_a_sub_task_is_refused_with_the_valid_names_and_cre
     );
     let listed = node
         .client
-        .list_tasks(tiny_harness::protocol::types::ListTasksRequest::default())
+        .list_tasks(tiny_harness::protocol::requests::ListTasksRequest::default())
         .await
         .unwrap();
     assert_eq!(listed.tasks.len(), 1, "the parent alone");

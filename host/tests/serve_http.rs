@@ -7,9 +7,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use tiny_harness::agents::client::A2aClient;
 use tiny_harness::config::Config;
+use tiny_harness::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
 use tiny_harness::protocol::types::{
-    Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
-    StreamResponse, Task, TaskState,
+    Message, Part, Role, SendMessageResponse, StreamResponse, Task, TaskState,
 };
 use tiny_harness::records::extension::EXTENSION_URI;
 use tiny_harness::runtime::Runtime;
@@ -276,7 +276,7 @@ async fn list_tasks_pages_through_the_callers_tasks_newest_first() {
     }
     let first = server
         .client
-        .list_tasks(tiny_harness::protocol::types::ListTasksRequest {
+        .list_tasks(tiny_harness::protocol::requests::ListTasksRequest {
             page_size: Some(2),
             ..Default::default()
         })
@@ -291,7 +291,7 @@ async fn list_tasks_pages_through_the_callers_tasks_newest_first() {
     );
     let second = server
         .client
-        .list_tasks(tiny_harness::protocol::types::ListTasksRequest {
+        .list_tasks(tiny_harness::protocol::requests::ListTasksRequest {
             page_size: Some(2),
             page_token: first.next_page_token.clone(),
             ..Default::default()

@@ -8,9 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tiny_harness::config::Config;
 use tiny_harness::model::build_model;
-use tiny_harness::protocol::types::{
-    Message, Part, Role, SendMessageConfiguration, SendMessageRequest,
-};
+use tiny_harness::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use tiny_harness::protocol::types::{Message, Part, Role};
 use tiny_harness::records::extension::EXTENSION_URI;
 use tiny_harness::runtime::Runtime;
 use tokio::sync::oneshot;

@@ -1,8 +1,8 @@
 //! Whether a fetched card describes an agent this harness can delegate to: an A2A 1.0 JSON-RPC
 //! agent that needs no authentication and requires no extension we do not implement.
 
+use crate::protocol::card::AgentCard;
 use crate::protocol::card::{PROTOCOL_BINDING, PROTOCOL_VERSION};
-use crate::protocol::types::AgentCard;
 use crate::records::extension::EXTENSION_URI;
 
 use super::clean::clean;
@@ -80,7 +80,7 @@ pub(super) fn quote(text: &str) -> String {
 mod tests {
     use super::*;
     use crate::protocol::card::default_card;
-    use crate::protocol::types::{AgentExtension, AgentSkill};
+    use crate::protocol::card::{AgentExtension, AgentSkill};
     use serde_json::json;
 
     #[test]

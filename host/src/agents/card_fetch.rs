@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
+use crate::protocol::card::AgentCard;
 use crate::protocol::card::CARD_PATH;
-use crate::protocol::types::AgentCard;
 use crate::protocol::headers::{A2A_VERSION_HEADER, SUPPORTED_VERSION};
 
 /// The largest card body read. An honest card is a few kilobytes; 4 MiB leaves room for a

@@ -4,7 +4,7 @@
 
 use crate::config::CardConfig;
 use crate::protocol::card::default_card;
-use crate::protocol::types::{AgentCard, AgentSkill};
+use crate::protocol::card::{AgentCard, AgentSkill};
 
 /// The id of the skill a card lists when `[card]` configures none.
 pub const DEFAULT_SKILL_ID: &str = "general";

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::config::AgentConfig;
-use crate::protocol::types::AgentCard;
+use crate::protocol::card::AgentCard;
 
 use super::card_check::{CardProblem, check_card, quote};
 use super::card_fetch::{CardFetcher, FetchError};

@@ -4,7 +4,7 @@
 //! This is also what a plugin receives (design § trust boundary 1): the roster is built in the
 //! host, so no plugin ever sees raw card text and none can undo the cleaning.
 
-use crate::protocol::types::AgentCard;
+use crate::protocol::card::AgentCard;
 
 use super::clean::{clean, cut};
 use super::registry::Registry;
@@ -161,7 +161,7 @@ pub fn entry_from_card(id: &str, card: &AgentCard, caps: Caps) -> (RosterEntry, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::types::AgentSkill;
+    use crate::protocol::card::AgentSkill;
 
     fn card(name: &str, description: &str, skills: usize) -> AgentCard {
         AgentCard {

@@ -116,7 +116,7 @@ mod tests {
     use crate::agents::registry::Registry;
     use crate::agents::roster::{Caps, build_roster};
     use crate::protocol::card::default_card;
-    use crate::protocol::types::{AgentCard, AgentSkill};
+    use crate::protocol::card::{AgentCard, AgentSkill};
 
     fn remote(name: &str, description: &str, skills: &[(&str, &str)]) -> AgentCard {
         AgentCard {

@@ -10,18 +10,18 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Engine;
-use super::inbox;
-use crate::protocol::types::Message;
-use crate::records::record::TaskRecord;
-use crate::store::Tx;
-use crate::tasks::engine_port::FirstInput;
 use super::children::Children;
+use super::inbox;
 use super::turn::{Origin, Parking, Shared, run_task};
 use super::wakeups::WakeReceiver;
 use crate::context::StaticPrefix;
 use crate::model::Models;
+use crate::protocol::types::Message;
+use crate::records::record::TaskRecord;
 use crate::skills::Catalog;
 use crate::store::StoreError;
+use crate::store::Tx;
+use crate::tasks::engine_port::FirstInput;
 use crate::tasks::hub::TaskHub;
 use crate::tools::ToolHost;
 

@@ -13,10 +13,10 @@ use super::bindings::host::{self, Level, StepInput, SubtaskBrief, SubtaskRef};
 use super::bindings::types::{self, ToolError as WitToolError};
 use super::sandbox::StoreData;
 use crate::agents::SELF_ID;
-use crate::tools::effects::StepRequest;
 use crate::records::extension::{Lifecycle, Role};
 use crate::records::record::TaskRecord;
 use crate::tools::brief::ChildBrief;
+use crate::tools::effects::StepRequest;
 use crate::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolError};
 
 /// Effects one call may request: enough for any honest tool, a bound for a runaway one.

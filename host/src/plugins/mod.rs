@@ -34,8 +34,8 @@ pub use sandbox::{COPY_INIT_MAX_BYTES, CallLimits};
 pub use threads::THREAD_NAME_PREFIX;
 pub use toolbox::Toolbox;
 
-use crate::tools::EffectPort;
 use crate::text::log_field::escape_capped;
+use crate::tools::EffectPort;
 use cache::CompileCache;
 use loader::LoadedPlugin;
 use threads::PluginThreads;

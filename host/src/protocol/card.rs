@@ -1,7 +1,11 @@
-//! The agent card this harness serves at `/.well-known/agent-card.json`: who it is, where it
-//! listens, and which optional A2A capabilities it has.
+//! The agent card: its A2A 1.0 types, and the card this harness serves at
+//! `/.well-known/agent-card.json` (who it is, where it listens, which optional A2A capabilities
+//! it has).
 
-use crate::protocol::types::{AgentCapabilities, AgentCard, AgentExtension, AgentInterface};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::types::Struct;
 use crate::protocol::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 use crate::protocol::headers::LEGACY_VERSION;
 
@@ -70,6 +74,105 @@ pub fn default_card(base_url: &str) -> AgentCard {
         default_output_modes: vec!["text/plain".to_string()],
         ..AgentCard::default()
     }
+}
+
+/// One way to reach an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInterface {
+    pub url: String,
+    pub protocol_binding: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub protocol_version: String,
+}
+
+/// An extension an agent supports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentExtension {
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Struct>,
+}
+
+/// What an agent can do beyond the core operations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCapabilities {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notifications: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<AgentExtension>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_agent_card: Option<bool>,
+}
+
+/// One thing an agent is good at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentSkill {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub input_modes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub output_modes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_requirements: Vec<Value>,
+}
+
+/// Who runs an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentProvider {
+    pub url: String,
+    pub organization: String,
+}
+
+/// The self-description an agent serves at `/.well-known/agent-card.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentCard {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub supported_interfaces: Vec<AgentInterface>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<AgentProvider>,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documentation_url: Option<String>,
+    #[serde(default)]
+    pub capabilities: AgentCapabilities,
+    #[serde(default, skip_serializing_if = "Struct::is_empty")]
+    pub security_schemes: Struct,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_requirements: Vec<Value>,
+    #[serde(default)]
+    pub default_input_modes: Vec<String>,
+    #[serde(default)]
+    pub default_output_modes: Vec<String>,
+    #[serde(default)]
+    pub skills: Vec<AgentSkill>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon_url: Option<String>,
 }
 
 #[cfg(test)]

@@ -292,7 +292,7 @@ pub fn parse_params<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::types::SendMessageRequest;
+    use crate::protocol::requests::SendMessageRequest;
 
     fn refused(body: &str) -> (RequestId, RpcError) {
         Request::parse(body.as_bytes()).unwrap_err()
@@ -361,5 +361,3 @@ mod tests {
         assert_eq!(err["id"], Value::Null);
     }
 }
-
-

@@ -8,5 +8,6 @@ pub mod delegation;
 pub mod extension;
 pub mod headers;
 pub mod jsonrpc;
+pub mod requests;
 pub mod types;
 pub mod v03;

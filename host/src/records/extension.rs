@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::Usage;
-use crate::protocol::types::TaskState;
 use crate::protocol::delegation::Delegation;
+use crate::protocol::types::TaskState;
 
 pub use crate::protocol::extension::{
     ENVELOPE_MEDIA_TYPE, EXTENSION_URI, METADATA_KEY, ParticipantKind, Role,

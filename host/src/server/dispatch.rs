@@ -15,10 +15,10 @@ use serde_json::Value;
 use crate::protocol::jsonrpc::{
     self, CONTENT_TYPE_NOT_SUPPORTED, Request, RequestId, RpcError, parse_params,
 };
-use crate::protocol::types::StreamResponse;
-use crate::protocol::types::{
+use crate::protocol::requests::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
+use crate::protocol::types::StreamResponse;
 use crate::server::extensions::Activated;
 use crate::server::headers;
 use crate::server::ops::{self, App, Reply, Requester, to_value};

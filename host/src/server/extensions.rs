@@ -12,11 +12,11 @@
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::Response;
 
+use crate::protocol::headers::{A2A_EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::types::{SendMessageResponse, StreamResponse, Struct, Task};
 use crate::records::extension::{EXTENSION_URI, METADATA_KEY};
 use crate::server::headers::{self};
-use crate::protocol::headers::{A2A_EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER};
 
 /// The extensions a request activated, all of them ones this server implements, and the header
 /// name its answer echoes them under.

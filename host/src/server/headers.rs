@@ -3,15 +3,15 @@
 
 use axum::http::{HeaderMap, header};
 
+use crate::protocol::headers::{
+    A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, LEGACY_EXTENSIONS_HEADER, LEGACY_VERSION,
+    PARTICIPANT_HEADER, SUPPORTED_VERSION,
+};
 use crate::protocol::jsonrpc::{
     INVALID_REQUEST, RpcError, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED,
 };
 use crate::tasks::creator::{self, AuthorizationError};
 use crate::tasks::{Caller, Delegators};
-use crate::protocol::headers::{
-    A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, LEGACY_EXTENSIONS_HEADER, LEGACY_VERSION,
-    PARTICIPANT_HEADER, SUPPORTED_VERSION,
-};
 
 /// Accepts `A2A-Version: 1.0` (a patch such as `1.0.2` is tolerated: §3.6 says patches never
 /// matter for compatibility) and refuses any other version with `VersionNotSupportedError`.

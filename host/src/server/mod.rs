@@ -19,6 +19,8 @@ pub mod extensions;
 pub mod fair_share;
 pub mod headers;
 pub mod ops;
+#[cfg(test)]
+mod properties;
 pub mod rate_limit;
 pub mod rest;
 pub mod router;
@@ -26,5 +28,3 @@ pub mod sse;
 pub mod task_errors;
 pub mod v03;
 pub mod validate;
-#[cfg(test)]
-mod properties;

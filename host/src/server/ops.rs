@@ -11,14 +11,17 @@ use axum::body::Bytes;
 use axum::http::HeaderValue;
 use serde_json::Value;
 
+use crate::protocol::card::AgentCard;
 use crate::protocol::jsonrpc::{
     CONTENT_TYPE_NOT_SUPPORTED, EXTENDED_AGENT_CARD_NOT_CONFIGURED,
     PUSH_NOTIFICATION_NOT_SUPPORTED, RpcError,
 };
+use crate::protocol::requests::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
+    SubscribeToTaskRequest,
+};
 use crate::protocol::types::{
-    AgentCard, CancelTaskRequest, DIRECT_REPLY_KEY, GetTaskRequest, ListTasksRequest,
-    ListTasksResponse, Message, SendMessageRequest, SendMessageResponse, StreamResponse,
-    SubscribeToTaskRequest, Task, TaskState,
+    DIRECT_REPLY_KEY, Message, SendMessageResponse, StreamResponse, Task, TaskState,
 };
 use crate::server::extensions::Activated;
 use crate::server::validate;

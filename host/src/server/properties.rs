@@ -8,12 +8,12 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Map, Number, Value};
 
-use crate::protocol::jsonrpc::*;
-use crate::protocol::types::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest,
-    SubscribeToTaskRequest, Task,
-};
 use crate::protocol::extension::ENVELOPE_MEDIA_TYPE;
+use crate::protocol::jsonrpc::*;
+use crate::protocol::requests::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
+};
+use crate::protocol::types::Task;
 use crate::server::validate;
 
 /// The 1.0 methods whose params are decoded, and names a peer might try instead.

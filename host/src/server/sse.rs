@@ -166,9 +166,8 @@ mod tests {
     use super::*;
     // The JSON-RPC binding's framing, so the tests read what a client reads.
     use crate::protocol::jsonrpc::RequestId;
-    use crate::protocol::types::{
-        ListTasksRequest, ListTasksResponse, SendMessageRequest, TaskState,
-    };
+    use crate::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
+    use crate::protocol::types::TaskState;
     use crate::protocol::types::{TaskStatus, TaskStatusUpdateEvent};
     use crate::server::dispatch::JsonRpcFraming;
     use crate::tasks::events::TaskEvent;

@@ -10,12 +10,11 @@ use crate::protocol::v03::{
 };
 
 use crate::protocol::jsonrpc::{RpcError, parse_params};
-use crate::protocol::types::{
-    CancelTaskRequest, GetTaskRequest, StreamResponse, SubscribeToTaskRequest,
-};
+use crate::protocol::requests::{CancelTaskRequest, GetTaskRequest, SubscribeToTaskRequest};
+use crate::protocol::types::StreamResponse;
 use crate::server::ops::{self, App, Reply, Requester, to_value};
 
-fn send_request(params: Value) -> Result<crate::protocol::types::SendMessageRequest, RpcError> {
+fn send_request(params: Value) -> Result<crate::protocol::requests::SendMessageRequest, RpcError> {
     let params: wire::SendParams = parse_params(params)?;
     convert::send_params_to_v10(params)
         .map_err(|(field, why)| RpcError::invalid_params(&field, why))
@@ -88,7 +87,7 @@ mod tests {
         Artifact, Part, Role, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
     };
 
-    fn sent(params: Value) -> crate::protocol::types::SendMessageRequest {
+    fn sent(params: Value) -> crate::protocol::requests::SendMessageRequest {
         send_request(params).unwrap()
     }
 

@@ -6,17 +6,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::creator::{BriefRules, check_new_brief, join_as_admin, sender_of};
+use super::engine_port::Engine;
 use super::envelope::{BriefChange, read_brief};
 use super::events::TaskEvents;
 use super::hops;
 use super::hub::{Change, Created, TaskHub};
 use super::input_limit::InputLimits;
 use super::service::{Caller, Subscription, TaskError, TaskService};
-use super::engine_port::Engine;
-use crate::protocol::types::{
-    ListTasksRequest, ListTasksResponse, Message, SendMessageRequest, TaskState, TaskStatus,
-    timestamp_now,
-};
+use crate::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
+use crate::protocol::types::{Message, TaskState, TaskStatus, timestamp_now};
 use crate::records::extension::TaskExtension;
 use crate::records::record::TaskRecord;
 use crate::store::{StoreError, TaskFilter};

@@ -11,10 +11,9 @@
 //! both are refused with nothing created, with a reason a parent can read
 //! ([`REFUSAL_KEY`] in the error's `ErrorInfo` metadata).
 
-
 pub use crate::protocol::delegation::{
-    CYCLE_REASON, Delegation, HOPS_KEY, HOPS_REASON, InstanceId, MAX_CHAIN_LEN,
-    MAX_HOPS_KEY, MAX_INSTANCE_ID_CHARS, METADATA_KEY, REFUSAL_KEY,
+    CYCLE_REASON, Delegation, HOPS_KEY, HOPS_REASON, InstanceId, MAX_CHAIN_LEN, MAX_HOPS_KEY,
+    MAX_INSTANCE_ID_CHARS, METADATA_KEY, REFUSAL_KEY,
 };
 use crate::protocol::types::Message;
 

@@ -3,9 +3,8 @@
 use async_trait::async_trait;
 
 use super::events::TaskEvents;
-use crate::protocol::types::{
-    ListTasksRequest, ListTasksResponse, SendMessageRequest, Task, TaskState,
-};
+use crate::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
+use crate::protocol::types::{Task, TaskState};
 
 /// The participant id of a caller that names none.
 pub const ANONYMOUS_PARTICIPANT: &str = "user";

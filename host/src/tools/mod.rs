@@ -8,11 +8,11 @@ pub mod effects;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use effects::StepRequest;
 use crate::model::{ToolCall, ToolSpec};
 use crate::records::extension::{Plan, Role, TaskLink};
 use crate::records::record::TaskRecord;
 use brief::ChildBrief;
+use effects::StepRequest;
 
 /// A tool error as the model reads it: `[code] message`. Codes are stable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]

@@ -11,9 +11,11 @@ use tokio::sync::{broadcast, oneshot};
 
 use tiny_harness::agents::client::A2aClient;
 use tiny_harness::protocol::card::default_card;
+use tiny_harness::protocol::requests::{
+    ListTasksRequest, ListTasksResponse, SendMessageConfiguration, SendMessageRequest,
+};
 use tiny_harness::protocol::types::{
-    ListTasksRequest, ListTasksResponse, Message, Part, Role, SendMessageConfiguration,
-    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus,
+    Message, Part, Role, SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
 use tiny_harness::server::router::{ConnectionLimits, ServerState, router, serve};

@@ -18,9 +18,8 @@ use tokio::sync::oneshot;
 
 use tiny_harness::agents::client::A2aClient;
 use tiny_harness::config::Config;
-use tiny_harness::protocol::types::{
-    Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
-};
+use tiny_harness::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use tiny_harness::protocol::types::{Message, Part, Role, SendMessageResponse, Task};
 use tiny_harness::records::extension::EXTENSION_URI;
 use tiny_harness::runtime::Runtime;
 

@@ -17,10 +17,8 @@ use tiny_harness::config::Config;
 use tiny_harness::model::{
     ChatMessage, Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall,
 };
-use tiny_harness::protocol::types::{
-    Message, Part, Role, SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task,
-    TaskState,
-};
+use tiny_harness::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use tiny_harness::protocol::types::{Message, Part, Role, SendMessageResponse, Task, TaskState};
 use tiny_harness::records::extension::{EXTENSION_URI, METADATA_KEY};
 use tiny_harness::runtime::Runtime;
 

@@ -21,15 +21,16 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::protocol::card::AgentCard;
 use crate::protocol::card::CARD_PATH;
-use crate::protocol::jsonrpc::JSONRPC_VERSION;
-use crate::protocol::types::{
-    AgentCard, ListTasksRequest, ListTasksResponse, SendMessageRequest, SendMessageResponse,
-    StreamResponse, Task,
-};
-use crate::protocol::v03::{self, convert};
 use crate::protocol::headers::LEGACY_VERSION;
-use crate::protocol::headers::{A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, PARTICIPANT_HEADER, SUPPORTED_VERSION};
+use crate::protocol::headers::{
+    A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, PARTICIPANT_HEADER, SUPPORTED_VERSION,
+};
+use crate::protocol::jsonrpc::JSONRPC_VERSION;
+use crate::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
+use crate::protocol::types::{SendMessageResponse, StreamResponse, Task};
+use crate::protocol::v03::{self, convert};
 
 /// How long to wait for a TCP (and TLS) connection to an agent.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -6,9 +6,8 @@
 use super::Children;
 use crate::agents::MAX_ECHOED_ID_CHARS;
 use crate::agents::client::A2aClient;
-use crate::protocol::types::{
-    Message, Part, Role, SendMessageConfiguration, SendMessageRequest, TaskState,
-};
+use crate::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use crate::protocol::types::{Message, Part, Role, TaskState};
 use crate::records::extension::TaskLink;
 use crate::tools::{ChildMessage, ToolError};
 

@@ -23,9 +23,8 @@ use super::wakeups::WakeSender;
 use crate::agents::client::{A2aClient, ClientError};
 use crate::agents::{Registry, SELF_ID};
 use crate::model::Redactor;
-use crate::protocol::types::{
-    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
-};
+use crate::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use crate::protocol::types::{SendMessageResponse, Task, TaskState};
 use crate::records::extension::{AgentRef, EXTENSION_URI, TaskLink};
 use crate::records::record::TaskRecord;
 use crate::store::{Store, StoreError};

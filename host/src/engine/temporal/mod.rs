@@ -21,15 +21,15 @@ use temporalio_client::{
 };
 
 use super::Engine;
-use super::inbox;
-use crate::protocol::types::Message;
-use crate::records::record::TaskRecord;
-use crate::store::Tx;
-use crate::tasks::engine_port::FirstInput;
 use super::embedded::EngineParts;
+use super::inbox;
 use super::turn::Shared;
 use super::wakeups::WakeReceiver;
+use crate::protocol::types::Message;
+use crate::records::record::TaskRecord;
 use crate::store::StoreError;
+use crate::store::Tx;
+use crate::tasks::engine_port::FirstInput;
 
 pub use activities::{HEARTBEAT_EVERY, StepOutcome};
 pub use workflow::{CHILDREN_RECHECK, STEPS_PER_RUN, TaskInput, TaskWorkflow, WORKFLOW_TYPE};

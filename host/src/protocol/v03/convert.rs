@@ -6,10 +6,12 @@
 use serde_json::{Map, Value};
 
 use super::wire;
+use crate::protocol::requests::{
+    SendMessageConfiguration, SendMessageRequest, TaskPushNotificationConfig,
+};
 use crate::protocol::types::{
-    Artifact, Message, Part, Role, SendMessageConfiguration, SendMessageRequest,
-    SendMessageResponse, StreamResponse, Task, TaskArtifactUpdateEvent, TaskPushNotificationConfig,
-    TaskState, TaskStatus, TaskStatusUpdateEvent,
+    Artifact, Message, Part, Role, SendMessageResponse, StreamResponse, Task,
+    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 
 /// The key a 1.0 data part that is not a JSON object is wrapped under, since 0.3 data parts are

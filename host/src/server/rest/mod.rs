@@ -22,14 +22,14 @@ mod status;
 
 pub use status::{http_status, status_body};
 
+use crate::protocol::headers::A2A_VERSION_HEADER;
 use crate::protocol::jsonrpc::{self, RpcError, parse_params};
-use crate::protocol::types::StreamResponse;
-use crate::protocol::types::{
+use crate::protocol::requests::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
+use crate::protocol::types::StreamResponse;
 use crate::server::extensions::Activated;
 use crate::server::headers::{self};
-use crate::protocol::headers::{A2A_VERSION_HEADER};
 use crate::server::ops::{self, App, Requester, Streaming};
 use crate::server::sse::{self, Framing, to_text};
 use crate::text::log_field;
