@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::bindings::types::ToolError as WitToolError;
+use super::call_state::CallState;
 use super::errors::describe_failure;
-use super::host_api::CallState;
 use super::loader::LoadedPlugin;
 use super::plugin_log::CallLog;
 use super::sandbox::{CallLimits, HostWait, store};

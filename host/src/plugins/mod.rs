@@ -8,6 +8,7 @@
 
 mod bindings;
 mod cache;
+mod call_state;
 mod compose;
 mod errors;
 mod guest_call;

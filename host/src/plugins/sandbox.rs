@@ -13,7 +13,7 @@ use wasmtime::{
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::host_api::CallState;
+use super::call_state::CallState;
 use super::plugin_log::CallLog;
 
 /// How often the epoch advances. A guest is checked against its deadline, and yields to the

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use super::call_state::CallState;
 use super::errors::PluginError;
 use super::guest_call::{GuestCall, GuestResult};
-use super::host_api::CallState;
 use super::loader::LoadedPlugin;
 use super::sandbox::CallLimits;
 use super::threads::PluginThreads;
