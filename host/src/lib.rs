@@ -17,6 +17,7 @@
 
 // Layers, bottom to top: a module imports only from the layers below it (host/tests/layers.rs
 // checks this, and that no file circle exists). See docs/architecture.md.
+pub mod http_body;
 pub mod protocol;
 pub mod text;
 

@@ -4,6 +4,7 @@
 use crate::protocol::card::AgentCard;
 use crate::protocol::card::{PROTOCOL_BINDING, PROTOCOL_VERSION};
 use crate::records::extension::EXTENSION_URI;
+use crate::text::cut::cut;
 
 use super::clean::clean;
 
@@ -69,11 +70,7 @@ pub fn check_card(card: &AgentCard) -> Result<String, CardProblem> {
 /// Card text for a log line: cleaned (no control characters that could forge log lines or
 /// drive a terminal) and cut.
 pub(super) fn quote(text: &str) -> String {
-    let cleaned = clean(text);
-    match cleaned.char_indices().nth(MAX_QUOTED_CHARS) {
-        Some((at, _)) => format!("\"{}…\"", &cleaned[..at]),
-        None => format!("\"{cleaned}\""),
-    }
+    format!("\"{}\"", cut(&clean(text), MAX_QUOTED_CHARS))
 }
 
 #[cfg(test)]

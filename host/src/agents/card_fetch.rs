@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::http_body::{Body, read_capped};
 use crate::protocol::card::AgentCard;
 use crate::protocol::card::CARD_PATH;
 use crate::protocol::headers::{A2A_VERSION_HEADER, SUPPORTED_VERSION};
@@ -85,13 +86,13 @@ impl CardFetcher {
         {
             return Err(FetchError::TooLarge);
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(unreachable)? {
-            if body.len() + chunk.len() > MAX_CARD_BYTES {
-                return Err(FetchError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = match read_capped(&mut response, MAX_CARD_BYTES)
+            .await
+            .map_err(unreachable)?
+        {
+            Body::Whole(body) => body,
+            Body::Cut(_) => return Err(FetchError::TooLarge),
+        };
         serde_json::from_slice(&body).map_err(|err| FetchError::Malformed(err.to_string()))
     }
 }

@@ -2,6 +2,7 @@
 //! exchanges with retries), with every way it can fail sorted into a [`ModelError`] the retry
 //! loop can judge and cleaned by one [`Redactor`] before anything logs it.
 
+use crate::http_body::{Body, read_capped};
 use std::fmt;
 use std::time::Duration;
 
@@ -188,19 +189,18 @@ fn transport(err: reqwest::Error) -> Failure {
     .into()
 }
 
-/// Reads the body chunk by chunk, refusing one larger than [`MAX_RESPONSE_BYTES`].
+/// Reads the body, refusing one larger than [`MAX_RESPONSE_BYTES`].
 async fn read_limited(mut response: Response) -> Result<Vec<u8>, Failure> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(transport)? {
-        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(ModelError::InvalidResponse(format!(
-                "the answer is larger than {MAX_RESPONSE_BYTES} bytes"
-            ))
-            .into());
-        }
-        body.extend_from_slice(&chunk);
+    match read_capped(&mut response, MAX_RESPONSE_BYTES)
+        .await
+        .map_err(transport)?
+    {
+        Body::Whole(body) => Ok(body),
+        Body::Cut(_) => Err(ModelError::InvalidResponse(format!(
+            "the answer is larger than {MAX_RESPONSE_BYTES} bytes"
+        ))
+        .into()),
     }
-    Ok(body)
 }
 
 /// `Retry-After` in seconds (whole or fractional). The HTTP-date form is ignored: model

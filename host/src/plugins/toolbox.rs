@@ -3,6 +3,7 @@
 //! sandbox run by `threads` (past its first epoch tick, on the plugin threads), and a failure of any kind turned into a `[plugin.failed]`
 //! result for the model.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -144,12 +145,10 @@ fn check_name(name: &str) -> Result<(), String> {
 }
 
 fn cut(text: String) -> String {
-    if text.chars().count() <= MAX_RESULT_CHARS {
-        return text;
+    match crate::text::cut::cut(&text, MAX_RESULT_CHARS) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(cut) => cut,
     }
-    let mut out: String = text.chars().take(MAX_RESULT_CHARS).collect();
-    out.push('…');
-    out
 }
 
 #[async_trait]

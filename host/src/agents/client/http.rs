@@ -5,6 +5,7 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 
 use super::{ClientError, MAX_RESPONSE_BYTES, STREAM_IDLE_TIMEOUT};
+use crate::http_body::{Body, read_capped};
 
 /// The most of an error response's body that is read: enough for any explanation, and a 30 MB
 /// error page costs nothing.
@@ -48,21 +49,20 @@ pub(super) async fn read_ok_body(
     } else {
         MAX_ERROR_BODY_BYTES
     };
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(transport(url))? {
-        if body.len() + chunk.len() > limit {
-            if !status.is_success() {
-                // Enough to say what went wrong; the rest is never read.
-                body.extend_from_slice(&chunk[..limit - body.len()]);
-                break;
-            }
+    let body = match read_capped(&mut response, limit)
+        .await
+        .map_err(transport(url))?
+    {
+        Body::Whole(body) => body,
+        // Enough of an error body to say what went wrong; the rest is never read.
+        Body::Cut(body) if !status.is_success() => body,
+        Body::Cut(_) => {
             return Err(invalid(
                 url,
                 format!("response larger than {MAX_RESPONSE_BYTES} bytes"),
             ));
         }
-        body.extend_from_slice(&chunk);
-    }
+    };
     if !status.is_success() {
         return Err(ClientError::Status {
             url: url.to_string(),

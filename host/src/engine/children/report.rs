@@ -35,12 +35,7 @@ pub fn note_text(task_id: &str, agent: &str, state: TaskState, text: &str) -> St
 }
 
 fn cut(text: &str) -> String {
-    if text.chars().count() <= MAX_ANSWER_CHARS {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(MAX_ANSWER_CHARS).collect();
-    out.push('…');
-    out
+    crate::text::cut::cut(text, MAX_ANSWER_CHARS).into_owned()
 }
 
 /// The child's last answer: its status message, else the text of its last artifact.
