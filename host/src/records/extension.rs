@@ -45,9 +45,9 @@ pub struct Criterion {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentRef {
-    /// How the agent is reached: `a2a` for a remote agent or this harness.
+    /// What the linked task runs on; this harness writes `agent`, a peer may write another word.
     pub kind: String,
-    /// The agent's id in `[[agents]]`, or `self`.
+    /// The agent's id in `[[agents]]`, or `self` for this harness.
     pub id: String,
     /// The agent's version, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
