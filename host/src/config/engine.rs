@@ -9,7 +9,10 @@ use super::ConfigError;
 
 /// The server a `temporal` engine connects to when `engine.temporal.address` is not set.
 pub const DEFAULT_TEMPORAL_ADDRESS: &str = "127.0.0.1:7233";
+/// The namespace used when `engine.temporal.namespace` is not set: the one a Temporal server
+/// creates for itself.
 pub const DEFAULT_TEMPORAL_NAMESPACE: &str = "default";
+/// The task queue polled when `engine.temporal.task_queue` is not set.
 pub const DEFAULT_TEMPORAL_TASK_QUEUE: &str = "tiny-harness";
 /// The longest namespace or task queue name Temporal takes.
 const MAX_TEMPORAL_NAME_CHARS: usize = 255;
