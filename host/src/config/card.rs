@@ -17,9 +17,13 @@ pub const DEFAULT_CARD_TIMEOUT: Duration = Duration::from_secs(5);
 /// prefix, so these bound what a verbose or hostile card can cost each turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caps {
+    /// Characters kept of an agent's name.
     pub name: usize,
+    /// Characters kept of an agent's description.
     pub description: usize,
+    /// Characters kept of each listed skill's name.
     pub skill_name: usize,
+    /// Characters kept of each listed skill's description.
     pub skill_description: usize,
     /// Skills listed per agent; the rest are counted.
     pub skills: usize,
@@ -55,10 +59,13 @@ pub const MAX_SKILLS_LIMIT: usize = 64;
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CardConfig {
+    /// The card's `name`; absent keeps the built-in name.
     #[serde(default)]
     pub name: Option<String>,
+    /// The card's `description`; absent keeps the built-in description.
     #[serde(default)]
     pub description: Option<String>,
+    /// The card's `version`; absent keeps the built-in version.
     #[serde(default)]
     pub version: Option<String>,
     /// `[[card.skills]]`; absent keeps the default skill (`agents::own_card::default_skill`),
@@ -71,12 +78,17 @@ pub struct CardConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CardSkillConfig {
+    /// The skill's `id` on the card, unique within `[[card.skills]]`.
     pub id: String,
+    /// The short label other agents' models read first.
     pub name: String,
+    /// What the skill does, in a sentence or a paragraph.
     #[serde(default)]
     pub description: String,
+    /// Keywords a caller may match on.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Sample requests that show how to ask for the skill.
     #[serde(default)]
     pub examples: Vec<String>,
 }
@@ -88,12 +100,16 @@ pub struct RosterConfig {
     /// Seconds one agent's card may take to arrive; all cards are fetched at once.
     #[serde(default = "default_card_timeout_secs")]
     pub card_timeout_secs: u64,
+    /// Characters kept of each agent's name in the roster.
     #[serde(default = "default_max_name_chars")]
     pub max_name_chars: usize,
+    /// Characters kept of each agent's description in the roster.
     #[serde(default = "default_max_description_chars")]
     pub max_description_chars: usize,
+    /// Characters kept of each skill's name in the roster.
     #[serde(default = "default_max_skill_name_chars")]
     pub max_skill_name_chars: usize,
+    /// Characters kept of each skill's description in the roster.
     #[serde(default = "default_max_skill_description_chars")]
     pub max_skill_description_chars: usize,
     /// Skills listed per agent; the rest are counted, not listed.

@@ -9,7 +9,10 @@ use super::ConfigError;
 
 /// The server a `temporal` engine connects to when `engine.temporal.address` is not set.
 pub const DEFAULT_TEMPORAL_ADDRESS: &str = "127.0.0.1:7233";
+/// The namespace used when `engine.temporal.namespace` is not set: the one a Temporal server
+/// creates for itself.
 pub const DEFAULT_TEMPORAL_NAMESPACE: &str = "default";
+/// The task queue polled when `engine.temporal.task_queue` is not set.
 pub const DEFAULT_TEMPORAL_TASK_QUEUE: &str = "tiny-harness";
 /// The longest namespace or task queue name Temporal takes.
 const MAX_TEMPORAL_NAME_CHARS: usize = 255;
@@ -18,8 +21,10 @@ const MAX_TEMPORAL_NAME_CHARS: usize = 255;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EngineKind {
+    /// Each task's loop runs in this process, journalled in the SQLite store.
     #[default]
     Embedded,
+    /// Each task runs as a Temporal workflow (needs the cargo feature `temporal`).
     Temporal,
 }
 
@@ -27,6 +32,7 @@ pub enum EngineKind {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineConfig {
+    /// Which engine works the tasks; `embedded` unless set.
     #[serde(default)]
     pub kind: EngineKind,
     /// `[engine.temporal]`: read only when `kind = "temporal"`.
@@ -41,6 +47,7 @@ pub struct TemporalConfig {
     /// `host:port` of the Temporal server's frontend.
     #[serde(default = "default_address")]
     pub address: String,
+    /// The Temporal namespace the workflows run in.
     #[serde(default = "default_namespace")]
     pub namespace: String,
     /// The queue this harness's worker polls; every process serving one set of tasks (one

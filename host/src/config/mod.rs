@@ -24,15 +24,30 @@ pub use validate::{MAX_DELEGATION_HOPS, SELF_AGENT_ID};
 /// Why configuration could not be used. `setting` is the dotted path of the offending key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The configuration file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The file as given on the command line.
         path: PathBuf,
+        /// Why the read failed.
         source: std::io::Error,
     },
+    /// The file is not valid TOML.
     #[error("{path}: TOML syntax error: {message}")]
-    Syntax { path: PathBuf, message: String },
+    Syntax {
+        /// The file as given on the command line.
+        path: PathBuf,
+        /// The TOML parser's message.
+        message: String,
+    },
+    /// A key is unknown, a value has the wrong type, or it breaks a rule of its setting.
     #[error("{setting}: {message}")]
-    Invalid { setting: String, message: String },
+    Invalid {
+        /// The dotted setting at fault (`agents[1].url`).
+        setting: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
 }
 
 impl ConfigError {
@@ -49,20 +64,26 @@ impl ConfigError {
 #[derive(Debug, Clone, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// `[server]`: where the harness listens and who may call it.
     #[serde(default)]
     pub server: ServerConfig,
+    /// `[model]`: the model every task runs on unless a brief names one of `models`.
     #[serde(default)]
     pub model: ModelConfig,
     /// Further models by name (`[models.NAME]`, the same keys as `[model]`), which a trusted
     /// delegator's brief (or `spawn_subtask` on self) may choose for a task.
     #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
+    /// `[store]`: the SQLite file.
     #[serde(default)]
     pub store: StoreConfig,
+    /// `[context]`: how large each model call's context may grow.
     #[serde(default)]
     pub context: ContextConfig,
+    /// `[limits]`: bounds on one task.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// `[plugins]`: the WebAssembly plugins and their sandbox limits.
     #[serde(default)]
     pub plugins: PluginsConfig,
     /// People and agents the harness knows, listed in every context's `participants` section.
@@ -186,8 +207,11 @@ impl ServerConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Provider {
+    /// The OpenAI chat completions API, or any server that speaks it.
     Openai,
+    /// The Anthropic messages API.
     Anthropic,
+    /// Replies read from a script file, for tests and demos without a model.
     Scripted,
     /// Plays the A2A TCK's scenarios, keyed by `messageId` prefix; see
     /// [`crate::model::conformance`].
@@ -216,6 +240,7 @@ pub struct ModelConfig {
     /// The API root as OpenAI clients take it (`…/v1`).
     #[serde(default)]
     pub base_url: Option<String>,
+    /// The model name sent with each request.
     #[serde(default)]
     pub model: Option<String>,
     /// The environment variable that holds the API key.
@@ -224,6 +249,7 @@ pub struct ModelConfig {
     /// Seconds one HTTP call may take.
     #[serde(default = "defaults::model_timeout")]
     pub timeout: u64,
+    /// The most tokens one reply may hold.
     #[serde(default = "defaults::max_output_tokens")]
     pub max_output_tokens: u32,
     /// The model's context window; the turn budget never exceeds it.
@@ -274,6 +300,7 @@ impl Default for StoreConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextConfig {
+    /// Tokens one model call's context may hold, prefix and history included.
     #[serde(default = "defaults::turn_budget_tokens")]
     pub turn_budget_tokens: usize,
     /// Compaction starts when the estimate passes this fraction of the budget.
@@ -294,6 +321,7 @@ impl Default for ContextConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
+    /// Model calls one task may make before it fails.
     #[serde(default = "defaults::max_turns")]
     pub max_turns: u32,
     /// How deep a chain of sub-tasks may go (a task's child is depth 1), so that a harness
@@ -387,9 +415,13 @@ impl Default for PluginsConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParticipantConfig {
+    /// The participant's id, unique among participants.
     pub id: String,
+    /// Whether the participant is a person or an agent.
     pub kind: crate::protocol::extension::ParticipantKind,
+    /// What the participant does on the task (assignee, reporter, watcher or admin).
     pub role: crate::protocol::extension::Role,
+    /// The name shown to the model instead of the id.
     #[serde(default)]
     pub display_name: Option<String>,
 }
@@ -402,6 +434,7 @@ pub struct AgentConfig {
     pub id: String,
     /// The agent's base URL; its card is at `{url}/.well-known/agent-card.json`.
     pub url: String,
+    /// The version the operator expects of the agent; kept for the operator, not checked against the card.
     #[serde(default)]
     pub version: Option<String>,
     /// The environment variable holding the bearer token this harness presents to the agent,

@@ -51,6 +51,7 @@ impl SkillsConfig {
 /// One folder of skills, as start-up reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillFolder {
+    /// The folder, already resolved (a configured one against the configuration file's folder).
     pub path: PathBuf,
     /// The setting that names it (`skills.dirs[1]`), for errors.
     pub setting: String,

@@ -106,9 +106,19 @@ pub fn fit(size: RequestSize, budget: usize, fraction: f64, can_compact: bool) -
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OverBudget {
     /// What is never compacted is over the budget by itself.
-    Sections { fixed: usize, budget: usize },
+    Sections {
+        /// Estimated tokens of the parts never compacted (instructions, tools, sections).
+        fixed: usize,
+        /// The turn budget.
+        budget: usize,
+    },
     /// The history left after compaction still does not fit.
-    History { size: RequestSize, budget: usize },
+    History {
+        /// The request's estimated size after compaction.
+        size: RequestSize,
+        /// The turn budget.
+        budget: usize,
+    },
 }
 
 impl fmt::Display for OverBudget {

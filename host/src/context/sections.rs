@@ -13,7 +13,9 @@ pub fn section(name: &str, body: &str) -> String {
 /// A named body of know-how the model can load.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillEntry {
+    /// The name `load_skill` takes.
     pub name: String,
+    /// One line on what the skill is for and when to load it.
     pub description: String,
 }
 

@@ -73,22 +73,35 @@ impl StaticPrefix {
 pub enum HistoryItem {
     /// A message from a participant. Messages from agents are untrusted.
     Inbound {
+        /// The participant who sent it.
         from: String,
+        /// False when the sender is an agent participant: its text is then fenced as untrusted.
         trusted: bool,
+        /// The message's text parts.
         text: String,
     },
     /// A note from the harness about something that happened elsewhere (a sub-task's answer);
     /// untrusted, from `source`.
-    Note { source: String, text: String },
+    Note {
+        /// Who the note speaks for (`agent`), shown on its untrusted fence.
+        source: String,
+        /// The note's text.
+        text: String,
+    },
     /// The model's reply, with the tool calls it made.
     Reply {
+        /// What the model wrote.
         text: String,
+        /// The tools it called, in order.
         tool_calls: Vec<ToolCall>,
     },
     /// A tool's result; always untrusted.
     ToolResult {
+        /// The id of the call it answers.
         call_id: String,
+        /// The tool's name.
         name: String,
+        /// What the tool returned, an error included.
         content: String,
     },
 }
@@ -133,6 +146,7 @@ impl HistoryItem {
 
 /// What varies per task and per turn.
 pub struct TurnInput<'a> {
+    /// The task: its brief, participants, plan and links fill the per-task sections.
     pub record: &'a TaskRecord,
     /// The loaded skills, as `(name, body)` borrowed from the catalog, which holds each body
     /// once for every task.

@@ -23,7 +23,9 @@ const MAX_QUOTED_CHARS: usize = 80;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("[prompt.invalid] plugin {plugin}: {message}")]
 pub struct PromptError {
+    /// The file of the plugin whose edit was refused.
     pub plugin: String,
+    /// What is wrong with the edit.
     pub message: String,
 }
 

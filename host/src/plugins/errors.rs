@@ -8,26 +8,56 @@ use super::sandbox::{CallLimits, StoreData};
 /// A plugin that could not be loaded or composed stops start-up with one of these.
 #[derive(Debug, thiserror::Error)]
 pub enum PluginError {
+    /// The file is not a component this harness can link (invalid, foreign imports, or not
+    /// exporting the plugin world).
     #[error("plugin {file}: cannot load: {reason}")]
-    Load { file: String, reason: String },
-    #[error("plugin {file}: {function} failed: {reason}")]
-    Call {
+    Load {
+        /// The plugin's file name.
         file: String,
-        function: String,
+        /// What is wrong with it.
         reason: String,
     },
+    /// A call made while loading (`instantiate`, `info`, `sections`, `tools`) trapped or hit a
+    /// limit.
+    #[error("plugin {file}: {function} failed: {reason}")]
+    Call {
+        /// The plugin's file name.
+        file: String,
+        /// The export that failed.
+        function: String,
+        /// The deadline, the memory cap, or the trap, in words.
+        reason: String,
+    },
+    /// The plugins' section edits could not be composed into a prompt.
     #[error(transparent)]
     Prompt(#[from] PromptError),
+    /// A plugin's tools break a rule (too many, a bad name, a description or schema too long).
     #[error("plugin {file}: {reason}")]
-    Contribution { file: String, reason: String },
+    Contribution {
+        /// The plugin's file name.
+        file: String,
+        /// The rule broken.
+        reason: String,
+    },
+    /// Two plugins define a tool of the same name.
     #[error("tool \"{tool}\" is defined by both {first} and {second}; tool names must be unique")]
     ToolClash {
+        /// The tool's name.
         tool: String,
+        /// The plugin loaded first.
         first: String,
+        /// The plugin that defined it again.
         second: String,
     },
+    /// The plugins folder could not be read.
     #[error("plugins.dir: cannot read {path}: {reason}")]
-    Dir { path: String, reason: String },
+    Dir {
+        /// The folder.
+        path: String,
+        /// The file system's reason.
+        reason: String,
+    },
+    /// The WebAssembly engine, its cache or its threads could not be set up.
     #[error("cannot start the plugin engine: {0}")]
     Engine(String),
 }

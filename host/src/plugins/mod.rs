@@ -61,6 +61,7 @@ pub struct PluginSettings {
     pub dir_required: bool,
     /// Where compiled components are cached; `None` compiles every start.
     pub cache_dir: Option<PathBuf>,
+    /// The memory cap and deadline of each plugin call.
     pub limits: CallLimits,
     /// Threads tool calls run on (`plugins.threads`).
     pub threads: usize,
@@ -87,12 +88,17 @@ impl Default for PluginSettings {
 /// A loaded plugin, as `harness plugins` lists it.
 #[derive(Debug, Clone)]
 pub struct PluginSummary {
+    /// The component's file name (`builtin` for the embedded one).
     pub file: String,
+    /// The name the plugin gives itself, escaped and capped for a terminal.
     pub name: String,
+    /// The version the plugin gives itself, escaped and capped for a terminal.
     pub version: String,
     /// Each section edit as `kind name`.
     pub sections: Vec<String>,
+    /// The names of the tools it defines.
     pub tools: Vec<String>,
+    /// Whether its compiled component came from the cache.
     pub cache: CacheOutcome,
 }
 

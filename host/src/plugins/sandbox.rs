@@ -29,7 +29,9 @@ const MAX_INSTANCES: usize = 100;
 /// The limits of one plugin call, from `[plugins]`.
 #[derive(Debug, Clone, Copy)]
 pub struct CallLimits {
+    /// The most linear memory a guest may grow to (`plugins.memory_mb`).
     pub memory_bytes: usize,
+    /// How long one call may run before it is interrupted (`plugins.call_timeout_ms`).
     pub deadline: Duration,
 }
 

@@ -80,10 +80,14 @@ pub fn default_card(base_url: &str) -> AgentCard {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInterface {
+    /// Where the interface is served; the harness serves every one at its base URL.
     pub url: String,
+    /// The binding spoken there: `JSONRPC`, `HTTP+JSON` or `GRPC`.
     pub protocol_binding: String,
+    /// The tenant to name in requests at this interface; empty for none.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
+    /// The A2A version spoken there (`1.0`, `0.3`); the client picks a JSON-RPC 1.0 entry.
     pub protocol_version: String,
 }
 
@@ -91,11 +95,15 @@ pub struct AgentInterface {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentExtension {
+    /// The extension's identifier; the task extension is [`EXTENSION_URI`].
     pub uri: String,
+    /// What the extension adds, for people reading the card.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// Whether a client must use the extension; a remote agent requiring one the harness lacks is not used.
     #[serde(default)]
     pub required: bool,
+    /// Settings of the extension, as it defines them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Struct>,
 }
@@ -104,12 +112,16 @@ pub struct AgentExtension {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCapabilities {
+    /// Whether the agent streams (`SendStreamingMessage`, `SubscribeToTask`); the server refuses both when not `true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
+    /// Whether the agent pushes updates to a webhook; `false` here, so push configs are refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push_notifications: Option<bool>,
+    /// The extensions the agent supports; a remote agent listing the task extension gets briefs as envelopes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<AgentExtension>,
+    /// Whether an authenticated client may fetch a fuller card; the server answers that method by this flag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extended_agent_card: Option<bool>,
 }
@@ -118,18 +130,26 @@ pub struct AgentCapabilities {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSkill {
+    /// The skill's id, unique on the card.
     pub id: String,
+    /// A short label; the roster shows it, capped, to the model.
     pub name: String,
+    /// What the skill does; the roster shows it, capped, to the model.
     #[serde(default)]
     pub description: String,
+    /// Keywords for the skill.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Sample requests for the skill.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub examples: Vec<String>,
+    /// Media types the skill takes, when they differ from the card's defaults.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub input_modes: Vec<String>,
+    /// Media types the skill answers in, when they differ from the card's defaults.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub output_modes: Vec<String>,
+    /// Security requirements of this skill alone; a remote card with any is not used, as the client sends no credentials.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub security_requirements: Vec<Value>,
 }
@@ -138,7 +158,9 @@ pub struct AgentSkill {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentProvider {
+    /// The provider's website.
     pub url: String,
+    /// The organisation that runs the agent.
     pub organization: String,
 }
 
@@ -146,31 +168,45 @@ pub struct AgentProvider {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCard {
+    /// A human-readable name; the roster shows it, capped, to the model.
     pub name: String,
+    /// What the agent does; the roster shows it, capped, to the model.
     #[serde(default)]
     pub description: String,
+    /// How to reach the agent, the preferred interface first.
     #[serde(default)]
     pub supported_interfaces: Vec<AgentInterface>,
+    /// Who runs the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<AgentProvider>,
+    /// The agent's own version (not the protocol's).
     #[serde(default)]
     pub version: String,
+    /// Where the agent's documentation is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
+    /// The optional features the agent offers.
     #[serde(default)]
     pub capabilities: AgentCapabilities,
+    /// The authentication schemes the agent accepts, by name; a remote card declaring any is not used.
     #[serde(default, skip_serializing_if = "Struct::is_empty")]
     pub security_schemes: Struct,
+    /// Which schemes a client must use; a remote card declaring any is not used.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub security_requirements: Vec<Value>,
+    /// Media types the agent takes in; the server refuses a part of any other.
     #[serde(default)]
     pub default_input_modes: Vec<String>,
+    /// Media types the agent answers in.
     #[serde(default)]
     pub default_output_modes: Vec<String>,
+    /// What the agent is good at; the roster lists the first few, capped.
     #[serde(default)]
     pub skills: Vec<AgentSkill>,
+    /// JSON Web Signatures over the card; kept, not verified.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signatures: Vec<Value>,
+    /// An icon for the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icon_url: Option<String>,
 }

@@ -22,8 +22,9 @@ pub const REFUSAL_KEY: &str = "delegationRefusal";
 pub const CYCLE_REASON: &str = "DELEGATION_CYCLE";
 /// [`REFUSAL_KEY`]'s value when the hops were over the refusing harness's limit.
 pub const HOPS_REASON: &str = "DELEGATION_HOPS_EXCEEDED";
-/// The `ErrorInfo.metadata` keys of the refused hop count and the limit it passed.
+/// The `ErrorInfo.metadata` key of the refused hop count.
 pub const HOPS_KEY: &str = "hops";
+/// The `ErrorInfo.metadata` key of the limit the refused hops passed.
 pub const MAX_HOPS_KEY: &str = "maxDelegationHops";
 
 /// This harness's name in delegation chains: a random UUID made when the process starts. Not
@@ -40,6 +41,7 @@ impl InstanceId {
         InstanceId(uuid::Uuid::new_v4().to_string())
     }
 
+    /// The id as it goes in a chain.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -50,8 +52,10 @@ impl InstanceId {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Delegation {
+    /// The instance ids the task passed through, oldest first; finding its own id here refuses a loop.
     #[serde(default)]
     pub chain: Vec<String>,
+    /// Hops from harness to harness so far; over `limits.max_delegation_hops` is refused.
     #[serde(default)]
     pub hops: u32,
 }

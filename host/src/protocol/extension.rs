@@ -19,9 +19,13 @@ pub const CHILD_REPORT_KEY: &str = "io.github.madarauchiha-314.tiny-harness/subT
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// Works the task; on a `participant` lifecycle task, their reply is the answer.
     Assignee,
+    /// Asked for the task; shown to the model, with no rights beyond a participant's.
     Reporter,
+    /// Follows the task; shown to the model, with no rights beyond a participant's.
     Watcher,
+    /// May change the participants and their roles; the creator joins as one, and the last cannot be demoted.
     Admin,
 }
 
@@ -41,7 +45,9 @@ impl Role {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ParticipantKind {
+    /// A person.
     Human,
+    /// Another agent; its messages reach the model fenced as untrusted.
     Agent,
 }
 

@@ -68,8 +68,11 @@ pub fn reason_of(code: i32) -> &'static str {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(untagged)]
 pub enum RequestId {
+    /// A string id, echoed as sent.
     String(String),
+    /// A numeric id, echoed digit for digit.
     Number(Number),
+    /// A null id, also what an error answers with when the request's id could not be read.
     #[default]
     Null,
 }
@@ -91,8 +94,11 @@ impl RequestId {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message} (JSON-RPC error {code})")]
 pub struct RpcError {
+    /// The JSON-RPC or A2A error code (the constants above).
     pub code: i32,
+    /// What went wrong, for the caller to read.
     pub message: String,
+    /// The error details: this server always sends an `ErrorInfo`, plus a `BadRequest` naming the field for invalid params.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub data: Vec<Value>,
 }
@@ -183,8 +189,11 @@ impl RpcError {
 /// A request whose envelope has been checked; `params` is `{}` when the request had none.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
+    /// The id to answer with.
     pub id: RequestId,
+    /// The A2A method called (`SendMessage`, `GetTask`, …).
     pub method: String,
+    /// The method's parameters, always an object.
     pub params: Value,
 }
 
@@ -251,10 +260,14 @@ fn invalid(id: RequestId, message: &str) -> (RequestId, RpcError) {
 /// A JSON-RPC response: exactly one of `result` and `error` is set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Response {
+    /// Always `2.0`.
     pub jsonrpc: String,
+    /// The id of the request this answers.
     pub id: RequestId,
+    /// The method's result, on success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+    /// The error, on failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RpcError>,
 }

@@ -11,17 +11,23 @@ use super::types::{Message, Struct, Task, TaskState};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
+    /// The tenant the config belongs to; this harness serves one tenant and ignores it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
+    /// The config's id, unique per task.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
+    /// The task whose updates would be pushed.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[serde(alias = "task_id")]
     pub task_id: String,
+    /// Where the agent would POST each update.
     #[serde(default)]
     pub url: String,
+    /// A token the agent would send with each push, for the receiver to check.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub token: String,
+    /// How the agent would authenticate to the receiver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<Value>,
 }
@@ -30,15 +36,19 @@ pub struct TaskPushNotificationConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
+    /// Media types the client can take in the answer; read but not used to shape it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[serde(alias = "accepted_output_modes")]
     pub accepted_output_modes: Vec<String>,
+    /// Pushes for this task; its presence makes the request fail as push notifications are unsupported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "task_push_notification_config")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
+    /// The most history messages the returned task carries; absent means all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
+    /// Answer at once with the task as it is, instead of waiting until it settles.
     #[serde(default)]
     #[serde(alias = "return_immediately")]
     pub return_immediately: bool,
@@ -48,11 +58,15 @@ pub struct SendMessageConfiguration {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
+    /// The tenant, in a multi-tenant server; this harness serves one and ignores it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
+    /// The message to send: a new task's first message, or one for the task it names.
     pub message: Message,
+    /// How the call should behave (blocking, history, pushes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<SendMessageConfiguration>,
+    /// Free extension data of the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
 }
@@ -61,9 +75,12 @@ pub struct SendMessageRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetTaskRequest {
+    /// The tenant, in a multi-tenant server; ignored here.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
+    /// The task's id.
     pub id: String,
+    /// The most history messages to return, newest kept; absent means all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
@@ -73,8 +90,10 @@ pub struct GetTaskRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksRequest {
+    /// The tenant, in a multi-tenant server; ignored here.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
+    /// Only tasks of this context; empty for any.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[serde(alias = "context_id")]
     pub context_id: String,
@@ -85,12 +104,15 @@ pub struct ListTasksRequest {
         deserialize_with = "state_filter"
     )]
     pub status: Option<TaskState>,
+    /// Tasks per page: 1 to 100, 50 when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "page_size")]
     pub page_size: Option<i32>,
+    /// The `nextPageToken` of the page before; empty for the first page.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[serde(alias = "page_token")]
     pub page_token: String,
+    /// The most history messages each task carries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "history_length")]
     pub history_length: Option<i32>,
@@ -98,6 +120,7 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "status_timestamp_after")]
     pub status_timestamp_after: Option<String>,
+    /// Whether each task carries its artifacts; false when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "include_artifacts")]
     pub include_artifacts: Option<bool>,
@@ -150,10 +173,13 @@ fn state_filter<'de, D: serde::Deserializer<'de>>(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResponse {
+    /// This page's tasks the caller may see, most recently updated first.
     pub tasks: Vec<Task>,
     /// Empty on the last page, never absent.
     pub next_page_token: String,
+    /// How many tasks this page holds.
     pub page_size: i32,
+    /// How many tasks match the filter across all pages.
     pub total_size: i32,
 }
 
@@ -161,9 +187,12 @@ pub struct ListTasksResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelTaskRequest {
+    /// The tenant, in a multi-tenant server; ignored here.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
+    /// The task to cancel.
     pub id: String,
+    /// Free extension data of the request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
 }
@@ -172,7 +201,9 @@ pub struct CancelTaskRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscribeToTaskRequest {
+    /// The tenant, in a multi-tenant server; ignored here.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
+    /// The task to stream.
     pub id: String,
 }

@@ -16,23 +16,32 @@ pub const DIRECT_REPLY_KEY: &str = "io.github.madarauchiha-314.tiny-harness/dire
 /// The lifecycle state of a task. Serialised as `TASK_STATE_*`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum TaskState {
+    /// The proto default: no state set; never a state the harness gives a task.
     #[default]
     #[serde(rename = "TASK_STATE_UNSPECIFIED")]
     Unspecified,
+    /// Received and stored, not yet worked; where every new task starts.
     #[serde(rename = "TASK_STATE_SUBMITTED")]
     Submitted,
+    /// The agent is working on it.
     #[serde(rename = "TASK_STATE_WORKING")]
     Working,
+    /// Done, with its answer. Terminal.
     #[serde(rename = "TASK_STATE_COMPLETED")]
     Completed,
+    /// Ended in an error (a model failure, a budget or turn limit). Terminal.
     #[serde(rename = "TASK_STATE_FAILED")]
     Failed,
+    /// Canceled by a participant. Terminal.
     #[serde(rename = "TASK_STATE_CANCELED")]
     Canceled,
+    /// Waiting for a participant's answer; a message resumes it.
     #[serde(rename = "TASK_STATE_INPUT_REQUIRED")]
     InputRequired,
+    /// The agent declined the task. Terminal.
     #[serde(rename = "TASK_STATE_REJECTED")]
     Rejected,
+    /// Waiting for the client to authenticate; the harness never sets it, but a child may.
     #[serde(rename = "TASK_STATE_AUTH_REQUIRED")]
     AuthRequired,
 }
@@ -80,11 +89,14 @@ impl TaskState {
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum Role {
+    /// The proto default: no role set.
     #[default]
     #[serde(rename = "ROLE_UNSPECIFIED")]
     Unspecified,
+    /// Sent by the client (a participant).
     #[serde(rename = "ROLE_USER")]
     User,
+    /// Sent by the agent.
     #[serde(rename = "ROLE_AGENT")]
     Agent,
 }
@@ -93,19 +105,25 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Part {
+    /// Plain text; the text parts are what the model reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// Bytes, base64-encoded as protobuf-JSON writes `bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
+    /// A URL pointing at the content, which the harness never fetches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Structured JSON, such as the task envelope (identified by its media type).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// Metadata of this part alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
+    /// A file name for `raw` or `url` content.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub filename: String,
+    /// The content's media type (`text/plain`, the envelope's type, …).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[serde(alias = "media_type")]
     pub media_type: String,
@@ -147,20 +165,28 @@ impl Part {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
+    /// The sender's id for the message; resending the message that created a task returns that task, not a new one.
     #[serde(alias = "message_id")]
     pub message_id: String,
+    /// The conversation the message belongs to; the server assigns one when absent.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[serde(alias = "context_id")]
     pub context_id: String,
+    /// The task the message continues; empty starts a new task.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[serde(alias = "task_id")]
     pub task_id: String,
+    /// Who wrote the message.
     pub role: Role,
+    /// The content, in order.
     pub parts: Vec<Part>,
+    /// Free extension data; the harness reads its participant id and delegation keys here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
+    /// URIs of the extensions this message uses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
+    /// Other tasks the message refers to, as context for the agent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[serde(alias = "reference_task_ids")]
     pub reference_task_ids: Vec<String>,
@@ -193,7 +219,9 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatus {
+    /// Where the task stands.
     pub state: TaskState,
+    /// The agent's message about the state (the question while `INPUT_REQUIRED`, the answer or error at the end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
     /// ISO 8601 in UTC with milliseconds.
@@ -205,14 +233,20 @@ pub struct TaskStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
+    /// Unique within the task.
     pub artifact_id: String,
+    /// A short human-readable name.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// What the artifact holds.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// The content.
     pub parts: Vec<Part>,
+    /// Free extension data of the artifact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
+    /// URIs of the extensions this artifact uses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
 }
@@ -221,15 +255,20 @@ pub struct Artifact {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
+    /// The task's id, assigned by the server.
     pub id: String,
+    /// The conversation the task belongs to.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub context_id: String,
+    /// The current state and its message.
     pub status: TaskStatus,
     /// `None` where a listing leaves artifacts out, as `ListTasks` must by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifacts: Option<Vec<Artifact>>,
+    /// The messages exchanged, oldest first, cut to `historyLength` when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<Message>>,
+    /// Extension data; the task extension lives here under its key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
 }
@@ -238,9 +277,13 @@ pub struct Task {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
+    /// The task that changed.
     pub task_id: String,
+    /// The task's context.
     pub context_id: String,
+    /// The new status.
     pub status: TaskStatus,
+    /// Free extension data of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
 }
@@ -249,13 +292,19 @@ pub struct TaskStatusUpdateEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
+    /// The task that produced it.
     pub task_id: String,
+    /// The task's context.
     pub context_id: String,
+    /// The artifact, whole or the chunk being added.
     pub artifact: Artifact,
+    /// Whether the parts extend an artifact sent before with the same id; the harness sends whole artifacts.
     #[serde(default)]
     pub append: bool,
+    /// Whether this is the artifact's last chunk; always true from the harness.
     #[serde(default)]
     pub last_chunk: bool,
+    /// Free extension data of the event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
 }
@@ -264,9 +313,13 @@ pub struct TaskArtifactUpdateEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum StreamResponse {
+    /// The task as a whole; a stream starts with it.
     Task(Task),
+    /// A message that is the whole answer, with no task.
     Message(Message),
+    /// The task's status changed.
     StatusUpdate(TaskStatusUpdateEvent),
+    /// The task produced an artifact.
     ArtifactUpdate(TaskArtifactUpdateEvent),
 }
 
@@ -274,7 +327,9 @@ pub enum StreamResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SendMessageResponse {
+    /// The task the message created or continued.
     Task(Task),
+    /// A direct reply (marked with [`DIRECT_REPLY_KEY`]), sent instead of the task.
     Message(Message),
 }
 

@@ -19,9 +19,13 @@ pub const DERIVED_NAME_CHARS: usize = 60;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Participant {
+    /// Who the participant is: the id callers name them by, unique on the task.
     pub id: String,
+    /// Whether the participant is a person or an agent.
     pub kind: ParticipantKind,
+    /// What the participant does on the task; only an admin may change the list.
     pub role: Role,
+    /// The name the model sees instead of the id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
 }
@@ -30,7 +34,9 @@ pub struct Participant {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Criterion {
+    /// The criterion as the creator wrote it.
     pub text: String,
+    /// Whether the task's work has met it; false until set.
     #[serde(default)]
     pub met: bool,
 }
@@ -39,8 +45,11 @@ pub struct Criterion {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentRef {
+    /// What the linked task runs on; this harness writes `agent`, a peer may write another word.
     pub kind: String,
+    /// The agent's id in `[[agents]]`, or `self` for this harness.
     pub id: String,
+    /// The agent's version, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
 }
@@ -49,7 +58,9 @@ pub struct AgentRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct TaskLink {
+    /// The linked task's id on its own agent (ids are unique per agent only).
     pub task_id: String,
+    /// The agent the linked task runs on; absent means this harness.
     #[serde(default)]
     pub agent: Option<AgentRef>,
     /// The child's last known state, as a wire name; absent for parents.
@@ -104,10 +115,14 @@ impl TaskLink {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum StepState {
+    /// Not started; a step starts here.
     #[default]
     Pending,
+    /// Under way: a sub-task linked to it moves it here.
     Active,
+    /// Finished, with its output.
     Done,
+    /// Given up; the context marks it `!` for the model.
     Failed,
 }
 
@@ -115,16 +130,23 @@ pub enum StepState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanStep {
+    /// The step's id, unique in the plan; links and `depends_on` name it.
     pub id: String,
+    /// A short label for the step.
     pub name: String,
+    /// What the step involves.
     #[serde(default)]
     pub description: String,
+    /// Ids of the steps that must be done before this one.
     #[serde(default)]
     pub depends_on: Vec<String>,
+    /// What the step produced, once done.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// Ids of the sub-tasks delegated for this step.
     #[serde(default)]
     pub linked_tasks: Vec<String>,
+    /// Where the step stands.
     #[serde(default)]
     pub state: StepState,
 }
@@ -133,6 +155,7 @@ pub struct PlanStep {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
+    /// The steps, in the order the model wrote them.
     pub steps: Vec<PlanStep>,
 }
 
@@ -140,8 +163,10 @@ pub struct Plan {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Lifecycle {
+    /// The model works the task (the default).
     #[default]
     Agent,
+    /// The assignee participant works it; no model is called and their reply is the answer.
     Participant,
 }
 
@@ -149,22 +174,32 @@ pub enum Lifecycle {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TaskExtension {
+    /// A short title; derived from the goal when a brief gives none.
     pub name: String,
+    /// What the task is to achieve, as the creator stated it.
     pub goal: String,
+    /// A free label for the kind of task (`type` on the wire).
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub task_type: Option<String>,
+    /// Longer background for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// What must hold for the task to count as done.
     #[serde(default)]
     pub acceptance_criteria: Vec<Criterion>,
+    /// Everyone with a role on the task, the creator included.
     #[serde(default)]
     pub participants: Vec<Participant>,
+    /// Tasks this one was delegated from; set only at creation by a trusted delegator.
     #[serde(default)]
     pub parent_tasks: Vec<TaskLink>,
+    /// Tasks delegated from this one, with their last known state and budget.
     #[serde(default)]
     pub sub_tasks: Vec<TaskLink>,
+    /// The model's plan, once it attaches one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
+    /// Who works the task; fixed at creation.
     #[serde(default)]
     pub lifecycle: Lifecycle,
     /// The model this task runs on, when its trusted creator chose one; else the harness's own.

@@ -9,14 +9,19 @@ use crate::protocol::types::{Artifact, Message, Struct, Task, TaskState, TaskSta
 /// One task. Its history lives beside it in the store, one row per message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
+    /// The task's id, unique in the store.
     pub id: String,
+    /// The A2A context the task belongs to.
     pub context_id: String,
+    /// The current state and its message.
     pub status: TaskStatus,
+    /// What the task has produced so far.
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
     /// Client metadata other than the extension.
     #[serde(default)]
     pub metadata: Struct,
+    /// The extension data, typed; written to `metadata` under the extension key on the wire.
     pub ext: TaskExtension,
     /// The participant that created the task.
     pub owner: String,

@@ -168,7 +168,9 @@ pub struct ConnectionShare {
     "{caller} already holds {share} open connections, its whole share of this server; close one, or retry after {RETRY_AFTER_SECS} s"
 )]
 pub struct ShareFull {
+    /// The caller that holds the connections.
     pub caller: CallerKey,
+    /// How many open connections one caller may hold (its whole share).
     pub share: usize,
 }
 

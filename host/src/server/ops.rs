@@ -41,7 +41,9 @@ pub const BLOCKING_SEND_RECHECK: Duration = Duration::from_secs(1);
 /// are, and its limits.
 #[derive(Clone)]
 pub struct ServerState {
+    /// The task service every binding calls into.
     pub service: Arc<dyn TaskService>,
+    /// The agent card this server publishes; it also says which bindings and capabilities are on.
     pub card: AgentCard,
     /// Whose bearer tokens make a caller trusted; every binding identifies callers through them.
     pub delegators: Arc<Delegators>,

@@ -106,10 +106,12 @@ impl Catalog {
         self.skills.values()
     }
 
+    /// How many skills were loaded.
     pub fn len(&self) -> usize {
         self.skills.len()
     }
 
+    /// Whether no skill was loaded (start-up then logs no index).
     pub fn is_empty(&self) -> bool {
         self.skills.is_empty()
     }

@@ -16,7 +16,9 @@ const FENCE: &str = "---";
 /// A `SKILL.md` split into what the host reads: the two keys, as written, and the body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillFile<'a> {
+    /// The `name` key, as written; checked by the loader, which also refuses a duplicate.
     pub name: Option<String>,
+    /// The `description` key, as written; the skills index shows it to the model.
     pub description: Option<String>,
     /// Everything after the closing `---` line, untouched.
     pub body: &'a str,
@@ -25,7 +27,9 @@ pub struct SkillFile<'a> {
 /// What is wrong with a file: the field (`front matter`, `name`, …) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormatError {
+    /// The field at fault: `front matter`, `name`, `description`, ….
     pub field: &'static str,
+    /// What is wrong and how to fix it.
     pub message: String,
 }
 

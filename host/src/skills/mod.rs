@@ -20,12 +20,20 @@ pub use catalog::{
 pub enum SkillError {
     /// A folder of `skills.dirs` that is missing or cannot be read.
     #[error("{setting}: {message}")]
-    Dir { setting: String, message: String },
+    Dir {
+        /// The dotted setting that names the folder (`skills.dirs[1]`).
+        setting: String,
+        /// What is wrong with the folder.
+        message: String,
+    },
     /// A `SKILL.md` that does not pass its checks: the file, the field and why.
     #[error("skill {}: {field}: {message}", file.display())]
     Invalid {
+        /// The `SKILL.md` at fault.
         file: PathBuf,
+        /// The field at fault: `name`, `description`, `file`, ….
         field: &'static str,
+        /// What is wrong and how to fix it.
         message: String,
     },
     /// More skills than the index may list.

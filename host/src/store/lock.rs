@@ -61,18 +61,26 @@ impl std::fmt::Display for Holder {
 /// Why a process could not lock its store.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
+    /// Another process holds the store; two writers would corrupt each other's work.
     #[error(
         "store.path: {store} is in use by {holder}; stop it first, or give this harness a store.path of its own (lock file {lock})"
     )]
     InUse {
+        /// The store file.
         store: String,
+        /// The lock file beside it.
         lock: String,
+        /// Who holds the lock, as its file says.
         holder: Holder,
     },
+    /// The lock file could not be created, read or locked.
     #[error("store.path: cannot lock {store} with the lock file {lock}: {source}")]
     Io {
+        /// The store file.
         store: String,
+        /// The lock file beside it.
         lock: String,
+        /// The file system's reason.
         source: std::io::Error,
     },
 }

@@ -49,24 +49,36 @@ const STATEMENT_CACHE: usize = 96;
 /// Why the store failed. Callers report it; nothing here is recoverable by retrying at once.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// SQLite could not open (or set up) the store file.
     #[error("cannot open the store at {path}: {source}")]
     Open {
+        /// The store file, as `store.path` resolved.
         path: String,
+        /// SQLite's reason.
         source: rusqlite::Error,
     },
+    /// The folder the store file goes in could not be created.
     #[error("cannot create the store's folder {path}: {source}")]
     Folder {
+        /// The folder.
         path: String,
+        /// The file system's reason.
         source: std::io::Error,
     },
+    /// A statement failed.
     #[error("store error: {0}")]
     Sql(#[from] rusqlite::Error),
+    /// A stored JSON column no longer reads as its type.
     #[error("stored data could not be read: {0}")]
     Corrupt(#[from] serde_json::Error),
+    /// The write ran but its batch's commit failed, so it did not land; carries SQLite's reason.
     #[error("the store could not commit: {0}")]
     Commit(String),
+    /// The write never ran (the writer had stopped, or its transaction could not begin) or its
+    /// closure panicked; the server log has the cause.
     #[error("the write was not carried out; the server log says why")]
     NotWritten,
+    /// The writer thread could not be spawned.
     #[error("cannot start the store's writer thread: {0}")]
     Thread(std::io::Error),
 }
@@ -74,7 +86,9 @@ pub enum StoreError {
 /// A page of tasks for `ListTasks`.
 #[derive(Debug, Clone)]
 pub struct TaskPage {
+    /// This page's tasks, most recently updated first.
     pub tasks: Vec<TaskRecord>,
+    /// How many tasks match the filter across all pages, read with the page.
     pub total: usize,
     /// The cursor for the next page, `None` on the last page.
     pub next_cursor: Option<i64>,
@@ -83,12 +97,17 @@ pub struct TaskPage {
 /// Which tasks a listing wants.
 #[derive(Debug, Clone, Default)]
 pub struct TaskFilter {
+    /// The caller: only tasks it is a participant of are listed.
     pub participant_id: String,
+    /// Only tasks of this A2A context.
     pub context_id: Option<String>,
+    /// Only tasks in this state.
     pub state: Option<TaskState>,
+    /// Only tasks updated after this time (RFC 3339, compared as stored).
     pub updated_after: Option<String>,
     /// Only tasks updated before this cursor (exclusive).
     pub cursor: Option<i64>,
+    /// The most tasks on the page.
     pub limit: usize,
 }
 

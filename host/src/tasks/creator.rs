@@ -43,10 +43,12 @@ impl BriefRules {
 /// be a secret meant for another server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AuthorizationError {
+    /// The header holds another scheme than `Bearer`, or no token.
     #[error(
         "Authorization: only `Bearer <token>` is accepted, with the token of one of this server's server.trusted_delegators; send no Authorization header to call as an untrusted participant"
     )]
     NotBearer,
+    /// The token is no trusted delegator's: refused rather than served as anonymous.
     #[error(
         "Authorization: the bearer token is not one of this server's server.trusted_delegators; send no Authorization header to call as an untrusted participant"
     )]

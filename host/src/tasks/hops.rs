@@ -43,7 +43,12 @@ pub enum RefusalReason {
     /// The chain already held this harness.
     Cycle,
     /// More hops than `limits.max_delegation_hops`.
-    TooManyHops { hops: u32, max: u32 },
+    TooManyHops {
+        /// The hops the delegation had already made (its count, or its chain if longer).
+        hops: u32,
+        /// `limits.max_delegation_hops`.
+        max: u32,
+    },
 }
 
 impl RefusalReason {
@@ -60,8 +65,11 @@ impl RefusalReason {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {message}")]
 pub struct HopRefusal {
+    /// The dotted field at fault (`…delegation.chain`).
     pub field: String,
+    /// The rule broken; its code goes in the error's data for a parent to read.
     pub reason: RefusalReason,
+    /// What was refused and why, for the caller.
     pub message: String,
 }
 

@@ -14,6 +14,7 @@ pub const ANONYMOUS_PARTICIPANT: &str = "user";
 /// trusted delegator proved who it is with its bearer token, and speaks only as itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
+    /// The participant the caller acts as: what it claims, or its delegator id when trusted.
     pub participant_id: String,
     /// Whether the caller is a trusted delegator, which may shape a new task's brief.
     pub trusted: bool,
@@ -40,6 +41,7 @@ impl Caller {
 
 /// A task's stream: its state when the subscription began, then every change after it.
 pub struct Subscription {
+    /// The task as it stood when the subscription began, sent first.
     pub snapshot: Task,
     /// Status and artifact updates after `snapshot`. A receiver that lags should resynchronise
     /// with `get_task`.
@@ -52,18 +54,33 @@ pub enum TaskError {
     /// Also returned for a task the caller is not a participant of, so existence does not leak.
     #[error("task not found: {0}")]
     NotFound(String),
+    /// A cancel of a task that has already ended.
     #[error("task {id} is {} and cannot be canceled", .state.short_name())]
-    NotCancelable { id: String, state: TaskState },
+    NotCancelable {
+        /// The task's id.
+        id: String,
+        /// The state it ended in.
+        state: TaskState,
+    },
+    /// A message to a task that has already ended.
     #[error("task {id} is {} and accepts no further messages", .state.short_name())]
-    Terminal { id: String, state: TaskState },
+    Terminal {
+        /// The task's id.
+        id: String,
+        /// The state it ended in.
+        state: TaskState,
+    },
+    /// The request is malformed or breaks a rule; the text names the field and the fix.
     #[error("{0}")]
     InvalidParams(String),
     /// A new task refused for its delegation chain (a loop between harnesses, or too many
     /// hops): invalid params whose error says why in a form a parent can read.
     #[error(transparent)]
     Delegation(#[from] super::hops::HopRefusal),
+    /// The operation is not offered here; the text names it.
     #[error("{0}")]
     Unsupported(String),
+    /// The harness failed (the store, most often); the text is safe to show, the log has more.
     #[error("internal error: {0}")]
     Internal(String),
 }

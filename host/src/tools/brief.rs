@@ -11,13 +11,18 @@ use crate::tasks::hops::{self, Delegation};
 /// What the parent asks of a child: the same fields whichever agent runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChildBrief {
+    /// The child's short title.
     pub name: String,
+    /// What the child is to achieve.
     pub goal: String,
+    /// Longer background for the child's model.
     pub description: Option<String>,
+    /// What must hold for the child to count as done.
     pub acceptance_criteria: Vec<String>,
     /// Who may see and talk to the child besides its creator. Sent only to an agent that trusts
     /// this harness as a delegator; others would refuse the whole request.
     pub participants: Vec<Participant>,
+    /// Who works the child: its model, or its assignee (sent only to a trusting agent).
     pub lifecycle: Lifecycle,
     /// One of this harness's `[models.*]`, for a child on this harness; `None` for the default.
     pub model: Option<String>,
@@ -35,6 +40,7 @@ pub struct Delivery<'a> {
     /// The agent is this harness: it knows the brief's model, and the child gets at most
     /// `budget`, what the parent has left of its token budget (`None`: no budget).
     pub own: bool,
+    /// The tokens the child may use, sent only to this harness (see `own`).
     pub budget: Option<u64>,
     /// The delegation the child carries (`children::hops`): in the envelope, else in the
     /// message's metadata, for any agent; left out when there is none to tell.

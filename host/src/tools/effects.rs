@@ -14,7 +14,9 @@ pub const MAX_PLAN_STEPS: usize = 50;
 /// One step as the model wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepRequest {
+    /// A short label; the step's id is derived from it.
     pub name: String,
+    /// What the step involves.
     pub description: String,
     /// Names or ids of other steps.
     pub depends_on: Vec<String>,

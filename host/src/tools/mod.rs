@@ -18,7 +18,9 @@ use effects::StepRequest;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("[{code}] {message}")]
 pub struct ToolError {
+    /// Stable, dotted and lower-case (`plan.unknown_step`), so the model and tests can match it.
     pub code: String,
+    /// What went wrong and what to do instead.
     pub message: String,
 }
 
@@ -37,29 +39,53 @@ impl ToolError {
 #[serde(tag = "effect", rename_all = "snake_case")]
 pub enum Effect {
     /// Replace the task's plan.
-    AttachPlan { plan: Plan },
+    AttachPlan {
+        /// The new plan, its step ids already assigned.
+        plan: Plan,
+    },
     /// Mark a step done with its output.
-    CompleteStep { step: String, output: String },
+    CompleteStep {
+        /// The step's id.
+        step: String,
+        /// What the step produced.
+        output: String,
+    },
     /// Ask a participant and wait: the task goes `INPUT_REQUIRED` with the question.
     AskParticipant {
+        /// The participant asked.
         participant_id: String,
+        /// The question, as the task's status message carries it.
         question: String,
+        /// Answers to choose from, listed after the question; empty for a free answer.
         #[serde(default)]
         options: Vec<String>,
     },
     /// Change a participant's role.
-    SetRole { participant_id: String, role: Role },
+    SetRole {
+        /// The participant whose role changes.
+        participant_id: String,
+        /// The new role.
+        role: Role,
+    },
     /// Record a child just created on its agent: the sub-task row, and the plan step it serves.
     LinkSubtask {
+        /// The child's row: its id, agent, deadline and reserved budget.
         link: TaskLink,
+        /// The id of the plan step the child serves, which becomes active.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         step: Option<String>,
     },
     /// Put a skill's body in the task's context. The journal keeps the name, not the body: the
     /// catalog holds each body once (`skills::loading::fold` applies it).
-    LoadSkill { name: String },
+    LoadSkill {
+        /// The skill's name in the catalog.
+        name: String,
+    },
     /// Take a loaded skill out of the task's context.
-    UnloadSkill { name: String },
+    UnloadSkill {
+        /// The skill's name in the catalog.
+        name: String,
+    },
 }
 
 impl Effect {
@@ -74,7 +100,9 @@ impl Effect {
 /// What a tool call produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolOutcome {
+    /// The text the model reads, or the error it reads as `[code] message`.
     pub result: Result<String, ToolError>,
+    /// The changes to the task, applied with the result in one transaction.
     pub effects: Vec<Effect>,
 }
 
@@ -98,6 +126,7 @@ impl ToolOutcome {
 
 /// What a tool may know of its task while it runs.
 pub struct ToolContext<'a> {
+    /// The task whose call is running, as the engine holds it.
     pub record: &'a TaskRecord,
     /// The model's id for this call: stable across a restart, so what the call creates
     /// elsewhere can be named by it and not created twice.
@@ -135,20 +164,26 @@ pub trait ToolHost: Send + Sync {
 /// call names the same child).
 #[derive(Debug, Clone)]
 pub struct ChildRequest {
+    /// The task whose tool call asks for the child.
     pub parent: TaskRecord,
+    /// The agent to create the child on (`self` for this harness).
     pub agent: String,
+    /// What the child is asked to do.
     pub brief: ChildBrief,
+    /// The creating message's id, derived from the call so a replay names the same child.
     pub message_id: String,
 }
 
 /// A message for an open child, from its parent's tool call (`message_subtask`).
 #[derive(Debug, Clone)]
 pub struct ChildMessage {
+    /// The task whose tool call sends the message.
     pub parent: TaskRecord,
     /// The child's task id, as its agent named it.
     pub task_id: String,
     /// The child's agent; `None` when the task id alone names one of the parent's children.
     pub agent: Option<String>,
+    /// The message's text.
     pub text: String,
     /// Chosen from the parent's journal, so the same call sends the same id after a restart.
     pub message_id: String,
