@@ -18,16 +18,21 @@ pub enum CardProblem {
     #[error(
         "the card has no {PROTOCOL_BINDING} interface with protocolVersion {PROTOCOL_VERSION} in supportedInterfaces (an A2A 1.0 card is required)"
     )]
+    /// No JSON-RPC interface speaks 1.0: the client has no binding to reach the agent with.
     NotVersion1,
     #[error("the card's {PROTOCOL_BINDING} interface URL {0} is not an http:// or https:// URL")]
+    /// The 1.0 interface's URL (quoted), which the client could not call.
     BadInterfaceUrl(String),
     #[error("the card declares securitySchemes; agents that need authentication are not supported")]
+    /// The agent wants credentials this harness cannot present.
     SecuritySchemes,
     #[error(
         "the card declares securityRequirements; agents that need authentication are not supported"
     )]
+    /// The agent requires credentials this harness cannot present.
     SecurityRequirements,
     #[error("the card requires the extension {0}, which this harness does not implement")]
+    /// The URI of a required extension: a request without it would be refused.
     RequiredExtension(String),
 }
 

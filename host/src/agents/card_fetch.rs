@@ -17,16 +17,32 @@ pub const MAX_CARD_BYTES: usize = 4 * 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FetchError {
     #[error("cannot build the HTTP client: {0}")]
+    /// The HTTP client could not be built (TLS set-up): no card can be fetched.
     Client(String),
     #[error("no card within {} s (roster.card_timeout_secs)", .0.as_secs_f32())]
+    /// The card did not arrive within the timeout given.
     Timeout(Duration),
     #[error("cannot reach {url}: {reason}")]
-    Unreachable { url: String, reason: String },
+    /// The card's URL could not be reached.
+    Unreachable {
+        /// The card's URL.
+        url: String,
+        /// The transport error with its causes.
+        reason: String,
+    },
     #[error("{url} answered HTTP {status}")]
-    Status { url: String, status: u16 },
+    /// The agent answered with a status other than success.
+    Status {
+        /// The card's URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+    },
     #[error("the card is larger than {MAX_CARD_BYTES} bytes")]
+    /// The card was larger than [`MAX_CARD_BYTES`]; the rest was not read.
     TooLarge,
     #[error("the card is not an A2A agent card: {0}")]
+    /// The body is not a card; the parser's message.
     Malformed(String),
 }
 

@@ -40,27 +40,37 @@ impl RegisteredAgent {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error(transparent)]
+    /// The card could not be fetched.
     Fetch(#[from] FetchError),
     #[error(transparent)]
+    /// The card was fetched but refused.
     Card(#[from] CardProblem),
     /// The agent is this harness: `agents[].url`, or its card's interface URL, is this
     /// harness's own base URL.
     #[error(
         "{what} {url} is this harness's own base URL: the agent would be `self` under another id, and delegating to it would loop back here; give sub-tasks to self instead"
     )]
-    OwnUrl { what: &'static str, url: String },
+    OwnUrl {
+        /// Which URL: the configured one or the card's interface.
+        what: &'static str,
+        /// The URL, as configured or as the card gave it.
+        url: String,
+    },
 }
 
 /// A configured agent that is not registered, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefusedAgent {
+    /// The agent's id in `[[agents]]`.
     pub id: String,
+    /// Why it was left out.
     pub reason: Refusal,
 }
 
 /// What start-up discovered: the registry, and the agents left out of it.
 #[derive(Debug, Clone)]
 pub struct Discovery {
+    /// `self` and every agent whose card passed.
     pub registry: Registry,
     /// In configuration order.
     pub refused: Vec<RefusedAgent>,

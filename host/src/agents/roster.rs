@@ -13,16 +13,22 @@ pub use crate::config::card::Caps;
 /// A skill as the model reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillSummary {
+    /// The skill's name, cleaned and capped.
     pub name: String,
+    /// The skill's description, cleaned and capped.
     pub description: String,
 }
 
 /// One agent as the model reads it. `id` is the value `spawn_subtask` takes as `agent`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RosterEntry {
+    /// The operator's id for the agent (`[[agents]] id`), never the card's words.
     pub id: String,
+    /// The card's name, cleaned and capped.
     pub name: String,
+    /// The card's description, cleaned and capped.
     pub description: String,
+    /// The card's first skills, cleaned and capped.
     pub skills: Vec<SkillSummary>,
     /// Skills the card declares beyond [`Caps::skills`]: counted so the section can say so.
     pub omitted_skills: usize,
@@ -33,14 +39,20 @@ pub struct RosterEntry {
 pub enum Cut {
     /// `field` (`name`, `description`, `skills[2].name`) was cut to `max` characters.
     Field {
+        /// The agent's id.
         agent: String,
+        /// The card field that was cut.
         field: String,
+        /// The cap it was cut to, in characters.
         max: usize,
     },
     /// Only the first `kept` of the card's skills are listed.
     Skills {
+        /// The agent's id.
         agent: String,
+        /// Skills listed.
         kept: usize,
+        /// Skills left out.
         dropped: usize,
     },
 }

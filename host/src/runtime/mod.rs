@@ -37,24 +37,33 @@ pub use parts::{
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error(transparent)]
+    /// The configuration is invalid.
     Config(#[from] ConfigError),
     #[error(transparent)]
+    /// A `[model]` or `[models.*]` could not be built.
     Model(#[from] ModelBuildError),
     #[error(transparent)]
+    /// The store could not be opened or read.
     Store(#[from] StoreError),
     /// Another process holds the store (`store.path`): see [`crate::store::StoreLock`].
     #[error(transparent)]
     StoreInUse(#[from] LockError),
     #[error(transparent)]
+    /// A plugin could not be loaded.
     Plugin(#[from] PluginError),
     #[error(transparent)]
+    /// A skill could not be read.
     Skill(#[from] SkillError),
     #[error("cannot listen on {addr}: {source} (set server.bind to a free address)")]
+    /// `server.bind` could not be bound.
     Bind {
+        /// The address, as configured.
         addr: String,
+        /// Why the bind failed.
         source: std::io::Error,
     },
     #[error("server error: {0}")]
+    /// The server stopped on an I/O error.
     Serve(std::io::Error),
     #[cfg(feature = "temporal")]
     #[error(transparent)]
@@ -63,12 +72,15 @@ pub enum StartError {
 
 /// A harness, built and ready to serve.
 pub struct Runtime {
+    /// The configuration the harness was built from.
     pub config: Config,
     /// `server.bind`, bound first so that every part knows the base URL.
     listener: TcpListener,
     /// `server.base_url`, else `http://{the bound address}`.
     base_url: String,
+    /// The store (`store.path`).
     pub store: Arc<Store>,
+    /// The task service every binding serves.
     pub tasks: Arc<Tasks>,
     /// The embedded engine, or the Temporal one (`[engine] kind`).
     pub engine: Arc<dyn Engine>,
@@ -76,7 +88,9 @@ pub struct Runtime {
     pub model: Arc<dyn Model>,
     /// The default and every `[models.NAME]`.
     pub models: Models,
+    /// The builtin plugin and the operator's, loaded.
     pub plugins: PluginHost,
+    /// The static prefix every model call starts with, built once here.
     pub prefix: StaticPrefix,
     /// `self` and the remote agents whose cards passed at start-up.
     pub registry: Arc<Registry>,

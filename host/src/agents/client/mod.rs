@@ -53,28 +53,47 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamResponse, ClientEr
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     #[error("cannot build the HTTP client: {0}")]
+    /// The HTTP client could not be built.
     Build(#[source] reqwest::Error),
     #[error("request to {url} failed: {source}")]
+    /// The request did not get an answer (connection, timeout, TLS).
     Transport {
+        /// The agent's URL.
         url: String,
+        /// The transport error.
         #[source]
         source: reqwest::Error,
     },
     #[error("{url} answered HTTP {status}: {body}")]
+    /// The agent answered with a status other than 200.
     Status {
+        /// The agent's URL.
         url: String,
+        /// The HTTP status.
         status: u16,
+        /// The start of the answer's body, cleaned and capped, to say what went wrong.
         body: String,
     },
     #[error("JSON-RPC error {code}: {message}")]
+    /// The agent answered with a JSON-RPC error.
     Rpc {
+        /// The error's code (A2A's, or JSON-RPC's own).
         code: i32,
+        /// The error's message, as the agent wrote it.
         message: String,
+        /// The error's `data` (its `ErrorInfo` details), as the agent sent it.
         data: Option<Value>,
     },
     #[error("invalid response from {url}: {message}")]
-    InvalidResponse { url: String, message: String },
+    /// The answer is not what the protocol says (not JSON, the wrong shape, too large).
+    InvalidResponse {
+        /// The agent's URL.
+        url: String,
+        /// What was wrong with it.
+        message: String,
+    },
     #[error("{0}")]
+    /// The operation has no form in the agent's dialect.
     Unsupported(String),
 }
 
@@ -99,6 +118,7 @@ impl ClientError {
 /// The version of the protocol a client speaks to its agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Dialect {
+    /// A2A 1.0, which every card this harness accepts declares.
     #[default]
     V1_0,
     /// 0.3 method names and shapes, for agents that have not moved to 1.0.
