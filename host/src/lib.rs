@@ -1,7 +1,7 @@
 //! tiny-harness: an agent harness that serves tasks over A2A 1.0 and runs a language model with
 //! tools on each task.
 //!
-//! A request reaches [`a2a::server`], which checks limits, protocol version, extensions and the
+//! A request reaches [`server`], which checks limits, protocol version, extensions and the
 //! caller's identity, then hands the message to [`tasks`], which owns every task's record, its
 //! access rules and its event stream. The [`engine`] runs each open task's turn loop: it drains
 //! new messages, asks [`context`] to assemble the window (a static prefix computed once at
@@ -15,8 +15,9 @@
 
 #![warn(missing_docs)]
 
-// Layers, bottom to top: a module imports only from the layers below it (host/tests/layers.rs
-// checks this, and that no file circle exists). See docs/architecture.md.
+// Layers, bottom to top: a module imports only from the layers below it, never from its own
+// layer or above (host/tests/layers.rs holds the layers and checks them, with no file circle
+// and no file over 450 lines before its tests). docs/architecture.md draws them.
 pub mod http_body;
 pub mod protocol;
 pub mod text;

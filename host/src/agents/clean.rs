@@ -5,6 +5,13 @@
 //! in a privileged place, so each field must stay inside its one roster line (no line breaks),
 //! must not open or close a section tag (no `<` or `>`), and must read the same to the model as
 //! to an operator looking at it (no zero-width, bidirectional-control or tag characters).
+//!
+//! Why this is not [`crate::text::untrusted`]: that cleaning keeps text readable inside an
+//! untrusted block (newlines, code with `<` and `>` stay; only a host tag is defused), because
+//! a tool result or a message is read as data in its block. A card field instead sits on one
+//! roster line of the static prefix, so it loses every line break and every angle bracket, and
+//! is cut to the operator's caps. Both remove the same invisible characters
+//! ([`crate::text::untrusted::is_invisible`]).
 
 /// What a cut field ends with.
 pub const ELLIPSIS: char = '…';

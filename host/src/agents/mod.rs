@@ -3,8 +3,8 @@
 //! At start-up [`Registry::discover`] fetches every configured agent's card at once
 //! ([`card_fetch`], bounded in time and size), checks it ([`card_check`]: A2A 1.0, no
 //! authentication, no unknown required extension) and registers those that pass beside `self`,
-//! this harness, whose card is [`own_card`]. From the registry, [`build_roster`] keeps only each
-//! agent's id, name, description and skills, [`clean`]ed and capped; [`render_agents`] writes
+//! this harness, whose card is [`own_card()`]. From the registry, [`build_roster`] keeps only each
+//! agent's id, name, description and skills, [`clean()`]ed and capped; [`render_agents`] writes
 //! the roster into the static prefix's `agents` section, inside an untrusted block. Later, a
 //! sub-task names its agent by id and [`Registry::resolve`] either finds it or answers with
 //! [`UnknownAgent`], without contacting anything.

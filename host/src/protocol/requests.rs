@@ -97,7 +97,7 @@ pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[serde(alias = "context_id")]
     pub context_id: String,
-    /// Read leniently: see [`state_filter`].
+    /// Read leniently: see `state_filter`.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",

@@ -5,7 +5,7 @@
 //!
 //! hyper's own header timeout is not used: it also runs while a kept-alive connection waits for
 //! its next request, so it would close idle connections long before the idle timeout. Here a
-//! connection's clock is [`Activity`]: a new connection, or the first byte of a later request,
+//! connection's clock is `Activity`: a new connection, or the first byte of a later request,
 //! starts the header timeout; a request in flight (its response streaming included) stops every
 //! connection timeout; a connection with nothing in flight and nothing begun is idle.
 

@@ -1,6 +1,6 @@
 //! Server-Sent Events for `SendStreamingMessage` and `SubscribeToTask`: the task snapshot first,
 //! then each event, until the task settles. The framing below the bindings: each binding hands in
-//! its [`Framing`], which writes each item the way it wants it.
+//! its `Framing`, which writes each item the way it wants it.
 
 use std::convert::Infallible;
 use std::sync::Arc;
