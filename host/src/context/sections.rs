@@ -1,5 +1,5 @@
 //! How each section of the context window is written: the tags and the line formats of
-//! participants, skills, the task and its plan. Untrusted text has its own module, `context::untrusted`.
+//! participants, skills, the task and its plan. Untrusted text has its own module, `text::untrusted`.
 
 use crate::config::ParticipantConfig;
 use crate::records::extension::{Plan, StepState};

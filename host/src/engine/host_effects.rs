@@ -1,5 +1,5 @@
 //! The engine's side of the effect port: every effect a tool asks for, checked against the task
-//! (`engine::effects`), the registry (agent ids, no network), the skills catalog, and children
+//! (`tools::effects`), the registry (agent ids, no network), the skills catalog, and children
 //! created through `engine::children`. The plugin host sees only [`EffectPort`].
 
 use std::sync::Arc;

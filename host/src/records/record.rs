@@ -56,7 +56,7 @@ impl TaskRecord {
     /// The A2A task, the extension under its metadata key. `history` is omitted when `None`;
     /// artifacts are omitted unless `include_artifacts`. The extension is always here, for the
     /// harness's own readers; what a client gets is shaped by the extensions its request
-    /// activated (`a2a::extensions`), so one that did not ask for it never sees it.
+    /// activated (`server::extensions`), so one that did not ask for it never sees it.
     pub fn to_task(&self, history: Option<Vec<Message>>, include_artifacts: bool) -> Task {
         let mut metadata = self.metadata.clone();
         metadata.insert(METADATA_KEY.to_string(), self.ext.to_value());

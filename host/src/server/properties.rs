@@ -277,7 +277,7 @@ fn assert_well_formed(id: RequestId, error: RpcError) -> Result<(), TestCaseErro
     Ok(())
 }
 
-/// Decodes `params` as `method`'s and runs the checks `a2a::ops` runs before the task service.
+/// Decodes `params` as `method`'s and runs the checks `server::ops` runs before the task service.
 fn decode(method: &str, params: Value) -> Result<Value, RpcError> {
     fn again<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(
         decoded: T,

@@ -37,7 +37,7 @@ pub struct Skill {
     pub name: String,
     /// Cleaned to one line and cut to [`MAX_DESCRIPTION_CHARS`].
     pub description: String,
-    /// The instructions, trimmed, with every host tag disarmed (`context::untrusted::neutralise`)
+    /// The instructions, trimmed, with every host tag disarmed (`text::untrusted::neutralise`)
     /// and invisible characters removed: as the model reads them.
     pub body: String,
     /// Where it was read from.
