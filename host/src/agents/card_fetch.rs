@@ -1,5 +1,7 @@
 //! Fetching one remote agent's card from `{url}/.well-known/agent-card.json`, bounded in time and
 //! in size, so that one slow or hostile agent cannot hold up or flood the harness's start-up.
+//! Start-up fetches every agent's card at once (`Registry::discover`), so it waits for the
+//! slowest card, not for their sum.
 
 use std::time::Duration;
 

@@ -38,7 +38,7 @@ const BUSY_TIMEOUT_MS: u64 = 5_000;
 /// commit of a few new tasks touches the right edge of every table and index (a dozen pages)
 /// whatever their rows' size, so smaller pages mean a quarter of the bytes written, copied by
 /// each checkpoint and held up by each WAL restart. Measured under load (`docs/performance.md`,
-/// round 6): 10-14% more requests per second and 6-10% less CPU per request than at 4 KiB.
+/// "What was tried"): 10-14% more requests per second and 6-10% less CPU per request than at 4 KiB.
 /// A file's page size is fixed when it is created: a store created at another size keeps it.
 pub const PAGE_SIZE: i64 = 1024;
 

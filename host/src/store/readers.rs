@@ -1,6 +1,8 @@
 //! Reader connections: reads (`GetTask`, `ListTasks`, the loops' reads) run on connections of
 //! their own, so in WAL mode they never wait for a write to commit. A store in memory has one
 //! connection only (another connection would open another database), so its reads share it.
+//! A loop's read of new messages uses the write connection when no write holds it
+//! (`Store::read_latest`): its cache holds the pages the loop just wrote.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

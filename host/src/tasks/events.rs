@@ -2,6 +2,10 @@
 //! each event built once and shared (`Arc`) by every follower, and the channel gone as soon as
 //! its last follower goes. A task nobody follows has no channel, so a task waiting for input
 //! costs no event buffer.
+//!
+//! A change that settles a task leaves its record beside the events (emptied by the next change
+//! that sets the task going), so a blocking `SendMessage` answers from it and reads only the
+//! history (`TaskService::settled_task`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
