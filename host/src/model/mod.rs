@@ -11,6 +11,7 @@
 
 pub mod anthropic;
 pub mod build;
+pub mod build_error;
 pub mod catalog;
 pub mod conformance;
 pub mod effort;
@@ -32,7 +33,8 @@ use serde_json::Value;
 use crate::protocol::types::{Artifact, TaskState};
 
 pub use anthropic::AnthropicModel;
-pub use build::{ModelBuildError, build_model, build_models};
+pub use build::{build_model, build_models};
+pub use build_error::ModelBuildError;
 pub use catalog::{Models, UNKNOWN_MODEL_CODE, UnknownModel};
 pub use conformance::ConformanceModel;
 pub use effort::Effort;
