@@ -1,8 +1,8 @@
 //! The placeholders a scripted reply's text may hold, filled from the request it answers, so an
 //! offline demo repeats what a tool or another agent really returned instead of a fixed figure.
 
-use crate::text::untrusted::UNTRUSTED_PREAMBLE;
 use crate::model::{ChatMessage, ModelRequest};
+use crate::text::untrusted::UNTRUSTED_PREAMBLE;
 
 /// Replaced by the text of the most recent tool result in the request.
 pub const LAST_TOOL_RESULT: &str = "{{last_tool_result}}";
