@@ -150,7 +150,7 @@ impl Store {
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&conn)?;
         let conn = Arc::new(Mutex::new(conn));
-        let counts = Arc::new(WriteCounts::default());
+        let counts: Arc<WriteCounts> = Arc::default();
         let checkpointer = match &path {
             Some(path) => Some(Arc::new(Checkpointer::start(path, conn.clone())?)),
             None => None,
