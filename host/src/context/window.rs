@@ -3,6 +3,7 @@
 //! input message, then the history.
 
 use std::sync::Arc;
+#[cfg(any(test, feature = "test-support"))]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::config::ParticipantConfig;
@@ -20,7 +21,8 @@ pub const CHARS_PER_TOKEN: usize = 4;
 
 /// Static prefixes built in this process. The prefix is built once at start-up and reused by
 /// every turn (providers cache it by its bytes); a test reads this count to pin that no turn
-/// builds it again.
+/// builds it again. Counted only in builds for tests (`test-support`).
+#[cfg(any(test, feature = "test-support"))]
 static PREFIX_BUILDS: AtomicUsize = AtomicUsize::new(0);
 
 /// The static, cached prefix: `system_prompt`, `participants`, `skills_index`, `agents`. It is
@@ -39,6 +41,7 @@ impl StaticPrefix {
         skills: &[SkillEntry],
         agents: &str,
     ) -> StaticPrefix {
+        #[cfg(any(test, feature = "test-support"))]
         PREFIX_BUILDS.fetch_add(1, Ordering::Relaxed);
         let sections = [
             section("system_prompt", system_prompt),
@@ -52,7 +55,8 @@ impl StaticPrefix {
     }
 
     /// How many static prefixes this process has built so far: one per start-up, never one per
-    /// turn.
+    /// turn. Only in builds for tests (`test-support`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn builds() -> usize {
         PREFIX_BUILDS.load(Ordering::Relaxed)
     }

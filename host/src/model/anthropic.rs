@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
+use super::build_error::ModelBuildError;
 use super::http::{self, HttpSettings};
 use super::{ChatMessage, Effort, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
 
@@ -28,8 +29,8 @@ pub struct AnthropicModel {
 
 impl AnthropicModel {
     /// A model calling `{base_url}/messages`. Fails only if the HTTP client cannot start.
-    pub fn new(settings: HttpSettings) -> Result<AnthropicModel, super::ModelBuildError> {
-        let client = http::client().map_err(super::ModelBuildError::Client)?;
+    pub fn new(settings: HttpSettings) -> Result<AnthropicModel, ModelBuildError> {
+        let client = http::client().map_err(ModelBuildError::Client)?;
         let endpoint = format!("{}/messages", settings.root());
         Ok(AnthropicModel {
             settings,

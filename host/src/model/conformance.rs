@@ -37,19 +37,29 @@ const FILE_URL: &str = "https://example.com/output.txt";
 /// One scenario the TCK can ask for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
+    /// `tck-complete-task`: completed with [`COMPLETE_TEXT`] and no artifact.
     CompleteTask,
+    /// `tck-artifact-text`: completed with one text artifact.
     ArtifactText,
+    /// `tck-artifact-file`: completed with one file artifact, its bytes inline.
     ArtifactFile,
+    /// `tck-artifact-file-url`: completed with one file artifact that points to a URL.
     ArtifactFileUrl,
+    /// `tck-artifact-data`: completed with one structured-data artifact.
     ArtifactData,
+    /// `tck-message-response`: answered with a direct message rather than a task's result.
     MessageResponse,
+    /// `tck-input-required`: the task waits for the requester's answer.
     InputRequired,
+    /// `tck-reject-task`: the agent declines the task.
     Reject,
     /// A streamed task that produces one text artifact.
     StreamText(&'static str),
     /// A streamed task that completes without an artifact.
     StreamStatusOnly,
+    /// `tck-stream-artifact-file`: a streamed task that produces one file artifact.
     StreamFile,
+    /// `tck-stream-artifact-chunked`: a streamed task whose one artifact has two text parts.
     StreamChunked,
     /// A task that stays working for [`RESUBSCRIBE_DELAY`] before it completes.
     LongRunning,

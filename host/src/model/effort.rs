@@ -17,8 +17,11 @@ pub const ANTHROPIC_MIN_THINKING: u32 = 1_024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Effort {
+    /// A quick answer: the least thinking the provider offers.
     Low,
+    /// Some steps of working before the answer.
     Medium,
+    /// The most the provider offers, for problems worth a long look.
     High,
 }
 

@@ -16,21 +16,41 @@ pub enum ModelError {
     /// `body` is the endpoint's answer, kept for the log only (cleaned by the provider).
     #[error("model endpoint answered HTTP {status}{}: {body}", after(*.retries))]
     Http {
+        /// The HTTP status: it says whose move it is (401 and 403: the key; 429 and 5xx: retry).
         status: u16,
+        /// The endpoint's answer, cleaned, for the log only.
         body: String,
         /// Retries made before this answer ended the call.
         retries: u32,
     },
+    /// No answer within `model.timeout`.
     #[error("model call timed out after {secs} s{}", after(*.retries))]
-    Timeout { secs: u64, retries: u32 },
+    Timeout {
+        /// The timeout that ran out (`model.timeout`).
+        secs: u64,
+        /// Retries made before the last attempt timed out.
+        retries: u32,
+    },
     /// `detail` is the connection error without its URL, for the log only.
     #[error("could not reach the model endpoint{}: {detail}", after(*.retries))]
-    Transport { detail: String, retries: u32 },
+    Transport {
+        /// The connection error, its URL removed and cleaned, for the log only.
+        detail: String,
+        /// Retries made before the last attempt failed to connect.
+        retries: u32,
+    },
     /// The detail may quote the answer, for the log only.
     #[error("the model's answer could not be read: {0}")]
     InvalidResponse(String),
+    /// A scripted model was asked for more replies than its script holds: the script, not the
+    /// task, is what to fix, so the message is also the public reason.
     #[error("the scripted model has no reply {index} (the script has {len})")]
-    ScriptExhausted { index: usize, len: usize },
+    ScriptExhausted {
+        /// The reply asked for, counted from 0.
+        index: usize,
+        /// How many replies the script has.
+        len: usize,
+    },
 }
 
 impl ModelError {

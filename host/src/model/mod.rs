@@ -11,6 +11,7 @@
 
 pub mod anthropic;
 pub mod build;
+pub mod build_error;
 pub mod catalog;
 pub mod conformance;
 pub mod effort;
@@ -32,7 +33,8 @@ use serde_json::Value;
 use crate::protocol::types::{Artifact, TaskState};
 
 pub use anthropic::AnthropicModel;
-pub use build::{ModelBuildError, build_model, build_models};
+pub use build::{build_model, build_models};
+pub use build_error::ModelBuildError;
 pub use catalog::{Models, UNKNOWN_MODEL_CODE, UnknownModel};
 pub use conformance::ConformanceModel;
 pub use effort::Effort;
@@ -47,7 +49,9 @@ pub use unconfigured::{NO_MODEL_EXPLANATION, UnconfiguredModel};
 /// A tool the model may call, as sent beside the instructions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The name the model calls the tool by.
     pub name: String,
+    /// What the tool does and when to use it: all the model knows of it.
     pub description: String,
     /// A JSON Schema object.
     pub parameters: Value,
@@ -58,6 +62,7 @@ pub struct ToolSpec {
 pub struct ToolCall {
     /// The provider's id for the call, echoed back with its result.
     pub id: String,
+    /// The tool called, as the model wrote it (checked against the tools by the engine).
     pub name: String,
     /// The arguments as JSON text, exactly as the model wrote them.
     pub arguments: String,
@@ -67,17 +72,26 @@ pub struct ToolCall {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum ChatMessage {
+    /// What the model is asked: the per-task sections, a participant's message, a note.
     User {
+        /// The text, untrusted parts already cleaned by the context.
         content: String,
     },
+    /// What the model said on an earlier call, sent back so it sees its own history.
     Assistant {
+        /// The reply text.
         content: String,
+        /// The calls the reply made, each answered by a [`ChatMessage::Tool`] after it.
         #[serde(default)]
         tool_calls: Vec<ToolCall>,
     },
+    /// The result of one tool call.
     Tool {
+        /// The [`ToolCall::id`] it answers.
         call_id: String,
+        /// The tool that ran (some providers want it beside the id).
         name: String,
+        /// The result or the tool error, as the model reads it.
         content: String,
     },
 }
@@ -86,8 +100,10 @@ pub enum ChatMessage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Purpose {
+    /// A turn of the task: the reply may call tools or finish the task.
     #[default]
     Turn,
+    /// A summary of older history for compaction: text only, never shown to a participant.
     Summary,
 }
 
@@ -101,14 +117,20 @@ pub struct ModelRequest {
     pub messages: Vec<ChatMessage>,
     /// Sorted by name; shared by every turn, not copied into each request.
     pub tools: Arc<[ToolSpec]>,
+    /// The most tokens the reply may hold, when the configuration caps it
+    /// (`model.max_output_tokens`).
     pub max_output_tokens: Option<u32>,
+    /// Why the call is made. The chat providers send both alike; the scripted and conformance
+    /// models answer a summary with a fixed text instead of playing a reply.
     pub purpose: Purpose,
 }
 
 /// Tokens a call used, as the provider reported them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Usage {
+    /// Tokens the request held (instructions, history, tools).
     pub input_tokens: u64,
+    /// Tokens the reply held, thinking included where the provider counts it there.
     pub output_tokens: u64,
 }
 
@@ -131,9 +153,12 @@ impl Usage {
 /// What the model answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct ModelReply {
+    /// The reply text: the answer, when there are no tool calls.
     pub text: String,
+    /// The tools the model asked to run, in its order; none ends the turn loop.
     #[serde(default)]
     pub tool_calls: Vec<ToolCall>,
+    /// What the call cost, counted against the task's token budget.
     #[serde(default)]
     pub usage: Usage,
 }
@@ -144,7 +169,10 @@ pub struct ModelReply {
 /// the A2A TCK's agents do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TurnContext<'a> {
+    /// The task the turn belongs to.
     pub task_id: &'a str,
+    /// The id of the newest message from a participant, the one the turn answers; `None` when
+    /// the newest message the turn drained is not a participant's.
     pub message_id: Option<&'a str>,
     /// How hard to reason, when the task's trusted creator chose it.
     pub effort: Option<Effort>,
@@ -156,6 +184,7 @@ pub struct TurnContext<'a> {
 /// The state a final reply leaves its task in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum FinishState {
+    /// The task is done; the reply is its answer.
     #[default]
     Completed,
     /// The reply is a question; the task waits for the requester's answer.
@@ -179,6 +208,7 @@ impl FinishState {
 /// "complete the task with this text". [`Finish::default`] is exactly that default.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Finish {
+    /// The state the task ends in.
     pub state: FinishState,
     /// The artifacts the task gets instead of the default `answer` artifact holding the reply
     /// text; `None` keeps the default, `Some(vec![])` adds none.
@@ -191,7 +221,10 @@ pub struct Finish {
 /// A turn's reply and, when the model chose one, how it ends the task.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnReply {
+    /// What the model answered, as [`Model::complete`] returns it.
     pub reply: ModelReply,
+    /// How a final reply ends the task; `None` for the default (completed, with an `answer`
+    /// artifact holding the text).
     pub finish: Option<Finish>,
 }
 

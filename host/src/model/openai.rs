@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::build_error::ModelBuildError;
 use super::http::{self, HttpSettings};
 use super::shared_json::{SharedJson, Written};
 use super::{ChatMessage, Effort, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
@@ -38,8 +39,8 @@ pub struct OpenAiModel {
 
 impl OpenAiModel {
     /// A model calling `{base_url}/chat/completions`. Fails only if the HTTP client cannot start.
-    pub fn new(settings: HttpSettings) -> Result<OpenAiModel, super::ModelBuildError> {
-        let client = http::client().map_err(super::ModelBuildError::Client)?;
+    pub fn new(settings: HttpSettings) -> Result<OpenAiModel, ModelBuildError> {
+        let client = http::client().map_err(ModelBuildError::Client)?;
         let endpoint = format!("{}/chat/completions", settings.root());
         let openai_host = settings.host().as_deref() == Some(OPENAI_HOST);
         Ok(OpenAiModel {

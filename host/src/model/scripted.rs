@@ -19,17 +19,30 @@ use super::{
 /// there is one, so a typo in a demo script is found without reading the parser.
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
+    /// The file could not be read (missing, unreadable).
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The script's path, resolved against the configuration file.
         path: PathBuf,
+        /// Why reading failed.
         source: std::io::Error,
     },
+    /// The file is not TOML.
     #[error("{path}: TOML syntax error: {message}")]
-    Syntax { path: PathBuf, message: String },
+    Syntax {
+        /// The script's path.
+        path: PathBuf,
+        /// The TOML parser's message.
+        message: String,
+    },
+    /// The file is TOML but a reply is not one the scripted model can play.
     #[error("{path}: {key}: {message}")]
     Invalid {
+        /// The script's path.
         path: PathBuf,
+        /// The dotted key at fault (`reply[2].text`).
         key: String,
+        /// What is wrong with it and what to write instead.
         message: String,
     },
 }

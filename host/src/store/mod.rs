@@ -15,6 +15,7 @@ mod tx;
 mod writer;
 
 use std::path::{Path, PathBuf};
+#[cfg(any(test, feature = "test-support"))]
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -27,7 +28,10 @@ use checkpoint::Checkpointer;
 pub use lock::{Holder, LockError, LockMode, StoreLock, lock_path};
 use readers::Readers;
 pub use tx::Tx;
+#[cfg(any(test, feature = "test-support"))]
 pub use writer::WriteCounts;
+#[cfg(not(any(test, feature = "test-support")))]
+use writer::WriteCounts;
 use writer::Writer;
 
 /// How long a connection waits for a lock held by another connection before failing.
@@ -120,8 +124,10 @@ pub struct Store {
     /// Copies the WAL into the file off the writer's path; `None` in memory.
     checkpointer: Option<Arc<Checkpointer>>,
     readers: Readers,
+    /// Writes and commits made, counted only in builds for tests (`test-support`).
     counts: Arc<WriteCounts>,
     /// Reads made, for tests and benchmarks (see [`Store::read_count`]).
+    #[cfg(any(test, feature = "test-support"))]
     reads: AtomicU64,
 }
 
@@ -163,7 +169,7 @@ impl Store {
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         schema::migrate(&conn)?;
         let conn = Arc::new(Mutex::new(conn));
-        let counts = Arc::new(WriteCounts::default());
+        let counts: Arc<WriteCounts> = Arc::default();
         let checkpointer = match &path {
             Some(path) => Some(Arc::new(Checkpointer::start(path, conn.clone())?)),
             None => None,
@@ -181,6 +187,7 @@ impl Store {
             conn,
             readers,
             counts,
+            #[cfg(any(test, feature = "test-support"))]
             reads: AtomicU64::new(0),
         })
     }
@@ -235,13 +242,16 @@ impl Store {
         self.writer.always_queue();
     }
 
-    /// What the store has written since it was opened.
+    /// What the store has written since it was opened. Only in builds for tests
+    /// (`test-support`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn write_counts(&self) -> &WriteCounts {
         &self.counts
     }
 
     /// Reads made since the store was opened (each call of a reading method is one), for tests
-    /// that check what a task costs.
+    /// that check what a task costs. Only in builds for tests (`test-support`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn read_count(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)
     }
@@ -250,6 +260,7 @@ impl Store {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        #[cfg(any(test, feature = "test-support"))]
         self.reads.fetch_add(1, Ordering::Relaxed);
         self.readers.read(f)
     }
@@ -270,6 +281,7 @@ impl Store {
         };
         match writes {
             Some(conn) => {
+                #[cfg(any(test, feature = "test-support"))]
                 self.reads.fetch_add(1, Ordering::Relaxed);
                 f(&conn)
             }

@@ -37,13 +37,28 @@ type Finish = Box<dyn FnOnce(Option<&str>) + Send>;
 /// the write failed and its savepoint is to be rolled back.
 type Job = Box<dyn FnOnce(&mut Tx<'_>) -> Result<Finish, Finish> + Send>;
 
-/// Counts of what the store wrote, for tests and benchmarks.
+/// Counts of what the store wrote, for tests and benchmarks: only in builds for them
+/// (`test-support`).
+#[cfg(any(test, feature = "test-support"))]
 #[derive(Debug, Default)]
 pub struct WriteCounts {
     writes: AtomicU64,
     commits: AtomicU64,
 }
 
+/// A build without `test-support` counts nothing: the writer's calls to [`WriteCounts::landed`]
+/// compile to nothing.
+#[cfg(not(any(test, feature = "test-support")))]
+#[derive(Debug, Default)]
+pub(super) struct WriteCounts;
+
+#[cfg(not(any(test, feature = "test-support")))]
+impl WriteCounts {
+    #[inline(always)]
+    pub(super) fn landed(&self, _writes: u64) {}
+}
+
+#[cfg(any(test, feature = "test-support"))]
 impl WriteCounts {
     /// Writes that landed (each caller's `write`, however they were batched).
     pub fn writes(&self) -> u64 {
