@@ -1,0 +1,100 @@
+//! `[server]`: where and how the A2A server listens, its limits, and the trusted delegators it
+//! accepts.
+
+use serde::Deserialize;
+
+use super::defaults;
+
+/// `[server]`: where and how the A2A server listens.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Socket address to listen on.
+    #[serde(default = "defaults::bind")]
+    pub bind: String,
+    /// The URL other agents reach this one at; derived from `bind` when absent.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Larger request bodies get HTTP 413.
+    #[serde(default = "defaults::max_request_bytes")]
+    pub max_request_bytes: usize,
+    /// Requests per minute one caller may make before getting HTTP 429 (a trusted delegator is
+    /// one caller by its id, anyone else by peer address; this harness itself is never
+    /// limited); 0 turns it off.
+    #[serde(default = "defaults::rate_limit_per_minute")]
+    pub rate_limit_per_minute: u32,
+    /// Callers that may shape the brief of a task they create (participants, lifecycle, model,
+    /// reasoning effort, parent tasks), each known by the bearer token it presents.
+    #[serde(default)]
+    pub trusted_delegators: Vec<TrustedDelegatorConfig>,
+    /// Seconds a request head may take to arrive whole (the first from when the connection
+    /// opens, later ones from their first byte) before the connection is closed.
+    #[serde(default = "defaults::header_read_timeout_secs")]
+    pub header_read_timeout_secs: u64,
+    /// Seconds a request body may take to arrive whole, from its head, before HTTP 408.
+    #[serde(default = "defaults::body_read_timeout_secs")]
+    pub body_read_timeout_secs: u64,
+    /// Seconds a connection may stay open with no request in flight before it is closed.
+    #[serde(default = "defaults::idle_timeout_secs")]
+    pub idle_timeout_secs: u64,
+    /// Connections open at once; past it, new ones wait unaccepted until one closes.
+    #[serde(default = "defaults::max_connections")]
+    pub max_connections: usize,
+    /// Connections one caller may hold of `max_connections`, event streams included; past it
+    /// a request gets HTTP 503 with `Retry-After` and its connection closes. `None`: a quarter
+    /// of `max_connections` ([`ServerConfig::connections_per_caller`]).
+    #[serde(default)]
+    pub max_connections_per_caller: Option<usize>,
+    /// Seconds between the keep-alive comments an event stream sends while its task is quiet.
+    #[serde(default = "defaults::stream_keep_alive_secs")]
+    pub stream_keep_alive_secs: u64,
+}
+
+/// `[[server.trusted_delegators]]`: a caller that presents `Authorization: Bearer <token>`. The
+/// token itself is read from the environment at start-up, never from the file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedDelegatorConfig {
+    /// The participant id the delegator acts as; `self` is reserved for this harness.
+    pub id: String,
+    /// The environment variable that holds the delegator's bearer token.
+    pub token_env: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            bind: defaults::bind(),
+            base_url: None,
+            max_request_bytes: defaults::max_request_bytes(),
+            rate_limit_per_minute: defaults::rate_limit_per_minute(),
+            trusted_delegators: Vec::new(),
+            header_read_timeout_secs: defaults::header_read_timeout_secs(),
+            body_read_timeout_secs: defaults::body_read_timeout_secs(),
+            idle_timeout_secs: defaults::idle_timeout_secs(),
+            max_connections: defaults::max_connections(),
+            max_connections_per_caller: None,
+            stream_keep_alive_secs: defaults::stream_keep_alive_secs(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// `max_connections_per_caller`, else a quarter of `max_connections`, but at least 8 (a
+    /// client's connection pool and a few streams) when the cap allows it.
+    pub fn connections_per_caller(&self) -> usize {
+        self.max_connections_per_caller.unwrap_or_else(|| {
+            (self.max_connections / defaults::CALLER_SHARE_DIVISOR)
+                .max(defaults::MIN_DEFAULT_CONNECTIONS_PER_CALLER)
+                .min(self.max_connections)
+        })
+    }
+
+    /// `base_url`, or `http://{bind}` when it is not set.
+    pub fn effective_base_url(&self) -> String {
+        match &self.base_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => format!("http://{}", self.bind),
+        }
+    }
+}
