@@ -379,11 +379,13 @@ async fn every_call_gets_fresh_memory_however_many_run_at_once_or_are_abandoned(
     let dir = fixtures::folder(&[("zoo", "zoo.wasm")]);
     // More threads than calls in flight, so an abandoned spin still holds its instance (until
     // its next yield) while new calls start on the other threads.
-    let settings = PluginSettings {
+    // A spin's deadline far past its 20 ms caller, so it is always abandoned, never finished.
+    let mut settings = PluginSettings {
         max_concurrent_calls: 2,
         threads: 4,
         ..settings(Some(dir.path()))
     };
+    settings.limits.deadline = Duration::from_secs(600);
     let host = PluginHost::load(
         &settings,
         &offline_prompt_context(&Config::default()),
