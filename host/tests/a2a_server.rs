@@ -1,5 +1,6 @@
 //! The A2A server over real HTTP on loopback, against an in-memory task service: the card, each
-//! method, every JSON-RPC error class, the version and extension headers, and the limits.
+//! method, every JSON-RPC error class, the version and extension headers, and the limits. The
+//! access and cancel rules are checked against the real task service in tasks_access_http.rs.
 
 mod a2a_support;
 

@@ -267,7 +267,7 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
         }
     });
     // Wait until the task is being worked, then ask the process to stop.
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             let listed = rpc(&base, "ListTasks", json!({})).await;
             if listed["result"]["tasks"][0]["status"]["state"] == "TASK_STATE_WORKING" {
@@ -283,7 +283,7 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
         .status()
         .unwrap();
     assert!(status.success());
-    let response = tokio::time::timeout(Duration::from_secs(20), request)
+    let response = tokio::time::timeout(Duration::from_secs(30), request)
         .await
         .expect("the in-flight request finished")
         .unwrap();

@@ -30,8 +30,9 @@ use tiny_harness::protocol::types::{Message, Part, Role, SendMessageResponse, Ta
 use tiny_harness::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 use tiny_harness::tasks::hops::{CYCLE_REASON, HOPS_REASON, METADATA_KEY, REFUSAL_KEY};
 
-/// What a liveness check may take: the bound for a harness that keeps serving.
-const ANSWER_WITHIN: Duration = Duration::from_secs(1);
+/// How long a liveness check waits for an answer: a harness that stopped serving never answers,
+/// so this guards against a hang and is no measure of speed (the time taken is printed).
+const ANSWER_WITHIN: Duration = Duration::from_secs(30);
 /// The goal a third client sends to check a harness still answers.
 const PING: &str = "ping";
 
@@ -180,7 +181,7 @@ async fn refused(
     }
 }
 
-/// The harness answers its card and a third client's `SendMessage` within a second.
+/// The harness answers its card and a third client's `SendMessage`.
 async fn assert_serving(node: &Node, who: &str) {
     assert_serving_at(&node.url, who, false).await;
 }
@@ -194,7 +195,7 @@ async fn assert_serving_at(url: &str, who: &str, immediately: bool) {
         reqwest::get(format!("{url}/.well-known/agent-card.json")),
     )
     .await
-    .unwrap_or_else(|_| panic!("{who} did not answer its card within a second"))
+    .unwrap_or_else(|_| panic!("{who} did not answer its card"))
     .unwrap();
     assert!(card.status().is_success(), "{who}: {}", card.status());
     let carol = A2aClient::new(url.to_string())
@@ -202,7 +203,7 @@ async fn assert_serving_at(url: &str, who: &str, immediately: bool) {
         .with_participant("carol");
     let task = tokio::time::timeout(ANSWER_WITHIN, send_text(&carol, "", PING, immediately))
         .await
-        .unwrap_or_else(|_| panic!("{who} did not answer a SendMessage within a second"));
+        .unwrap_or_else(|_| panic!("{who} did not answer a SendMessage"));
     if !immediately {
         assert_eq!(answer(&task), "pong", "{who}");
     }

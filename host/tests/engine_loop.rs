@@ -99,15 +99,25 @@ fn caller() -> Caller {
     Caller::from_header(None)
 }
 
+/// How long a test waits for something that must happen: a guard against a hang, not a measure.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
 /// Sends a message and waits until the task is settled; returns the settled task.
 async fn send_and_settle(h: &Harness, text: &str, task_id: &str) -> Task {
+    send_then_settle(h, text, task_id, || {}).await
+}
+
+/// Sends a message, calls `accepted` once the message is accepted, then waits until the task is
+/// settled; returns the settled task.
+async fn send_then_settle(h: &Harness, text: &str, task_id: &str, accepted: impl FnOnce()) -> Task {
     let mut sub = h
         .tasks
         .send_message(&caller(), user_message(text, task_id))
         .await
         .expect("message accepted");
+    accepted();
     let id = sub.snapshot.id.clone();
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(HANG_GUARD, async {
         while let Ok(event) = sub.events.recv().await {
             if let StreamResponse::StatusUpdate(update) = &*event
                 && update.status.state.is_settled()
@@ -162,7 +172,7 @@ async fn a_message_creates_a_task_that_completes_with_the_models_answer() {
     // the model's answer journaled with the task completed.
     assert_eq!(h.store.write_counts().writes(), 2);
     // The loop read its record from the hub between steps; a finished task's record is not kept.
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         while h.engine.running_count() > 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -339,7 +349,8 @@ async fn the_static_prefix_is_byte_identical_across_turns_and_tasks() {
 
 #[tokio::test]
 async fn cancel_interrupts_an_in_flight_model_call_at_once() {
-    let model = PlayModel::slow(vec![reply("too late")], Duration::from_secs(30));
+    // Never released: the call is in flight until the cancel interrupts it.
+    let model = PlayModel::gated(vec![reply("too late")], false);
     let h = harness(
         Arc::new(Store::open_in_memory().unwrap()),
         model.clone(),
@@ -357,13 +368,13 @@ async fn cancel_interrupts_an_in_flight_model_call_at_once() {
     }
     let canceled = h.tasks.cancel_task(&caller(), &id).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
-    tokio::time::timeout(Duration::from_secs(1), async {
+    tokio::time::timeout(HANG_GUARD, async {
         while h.engine.running_count() > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
-    .expect("the loop stopped within a second");
+    .expect("the loop stopped without waiting for the model");
     let again = h.tasks.cancel_task(&caller(), &id).await.unwrap_err();
     assert!(again.to_string().contains("cannot be canceled"), "{again}");
 }
@@ -415,7 +426,7 @@ async fn a_question_waits_for_the_participant_and_the_answer_reaches_the_model()
     assert_eq!(task.status.state, TaskState::InputRequired);
     assert_eq!(task.status.message.unwrap().text(), "Which month?");
     // A waiting task keeps no loop in memory; the answer starts one from the journal.
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         while h.engine.running_count() > 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -459,7 +470,7 @@ async fn a_waiting_task_canceled_before_its_loop_wakes_leaves_no_record_in_memor
     .await;
     let task = send_and_settle(&h, "Reconcile the books", "").await;
     assert_eq!(task.status.state, TaskState::InputRequired);
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         while h.engine.running_count() > 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -511,7 +522,7 @@ async fn a_restarted_engine_resumes_from_the_journal_without_repeating_a_recorde
         .unwrap();
     let id = sub.snapshot.id.clone();
     // Wait until the second call is in flight: the tool result is journaled by then.
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         loop {
             if first.requests().len() == 2 {
                 break;
@@ -536,7 +547,7 @@ async fn a_restarted_engine_resumes_from_the_journal_without_repeating_a_recorde
     )
     .await;
     assert_eq!(h2.engine.resume_open().unwrap(), 1);
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         loop {
             let task = h2.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();
             if task.status.state.is_terminal() {
@@ -639,7 +650,7 @@ async fn a_task_on_a_named_model_has_its_turns_and_its_summaries_made_by_that_mo
     let delegator = Caller::delegator("front-desk");
     let sub = h.tasks.send_message(&delegator, request).await.unwrap();
     let id = sub.snapshot.id.clone();
-    let task = tokio::time::timeout(Duration::from_secs(10), async {
+    let task = tokio::time::timeout(HANG_GUARD, async {
         loop {
             let task = h.tasks.get_task(&delegator, &id, Some(0)).await.unwrap();
             if task.status.state.is_terminal() {
@@ -753,7 +764,7 @@ async fn a_task_does_not_complete_while_a_sub_task_is_open() {
         .unwrap();
     let id = sub.snapshot.id.clone();
     // The model answered, but the sub-task is open: the task waits, WORKING.
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         loop {
             let journal: Vec<(i64, JournalEntry)> = store.journal(&id).unwrap();
             if journal
@@ -767,7 +778,15 @@ async fn a_task_does_not_complete_while_a_sub_task_is_open() {
     })
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The loop has nothing more to do until the sub-task ends: it stops, the task left waiting
+    // (a loop that completed the task would have stopped too, and the state below says which).
+    tokio::time::timeout(HANG_GUARD, async {
+        while h.engine.running_count() > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the loop stopped");
     let waiting = h.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();
     assert_eq!(waiting.status.state, TaskState::Working);
     // The child finishes; the parent is told and completes with its answer.
@@ -779,7 +798,7 @@ async fn a_task_does_not_complete_while_a_sub_task_is_open() {
     .await
     .unwrap();
     tiny_harness::engine::Engine::wake(h.engine.as_ref(), &id);
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         loop {
             let task = h.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();
             if task.status.state == TaskState::Completed {
@@ -811,7 +830,7 @@ async fn an_answer_recorded_with_news_unread_is_not_the_answer_after_a_restart_e
         .await
         .unwrap();
     let id = sub.snapshot.id.clone();
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         while first.requests().is_empty() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -853,7 +872,7 @@ async fn an_answer_recorded_with_news_unread_is_not_the_answer_after_a_restart_e
     )
     .await;
     assert_eq!(h2.engine.resume_open().unwrap(), 1);
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         loop {
             let task = h2.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();
             if task.status.state.is_terminal() {
@@ -880,9 +899,10 @@ async fn a_message_landing_during_a_new_tasks_first_model_call_is_answered_not_l
     // The task is created working with its first message journaled, and its first step goes to
     // the model without a drain: a message sent while that call is in flight must still reach
     // the model before the task completes.
-    let model = PlayModel::slow(
+    // The first call answers only once the message has landed.
+    let model = PlayModel::gated(
         vec![reply("only January"), reply("January and March")],
-        Duration::from_millis(300),
+        false,
     );
     let h = harness(
         Arc::new(Store::open_in_memory().unwrap()),
@@ -896,14 +916,14 @@ async fn a_message_landing_during_a_new_tasks_first_model_call_is_answered_not_l
         .await
         .unwrap();
     let id = sub.snapshot.id.clone();
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         while model.requests().is_empty() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
     .await
     .unwrap();
-    let task = send_and_settle(&h, "also count March", &id).await;
+    let task = send_then_settle(&h, "also count March", &id, || model.release(2)).await;
     assert_eq!(task.status.state, TaskState::Completed);
     assert_eq!(
         task.status.message.as_ref().unwrap().text(),
@@ -938,20 +958,21 @@ fn journal_kinds(store: &Store, id: &str) -> Vec<&'static str> {
 
 /// Waits until the model has been asked `calls` times.
 async fn until_asked(model: &PlayModel, calls: usize) {
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         while model.requests().len() < calls {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
     .await
-    .expect("the model was asked in time");
+    .expect("the model was asked");
 }
 
 #[tokio::test]
 async fn a_message_drained_while_the_task_works_is_journaled_with_the_next_model_call() {
-    let model = PlayModel::slow(
+    // The first call answers only once the message has landed.
+    let model = PlayModel::gated(
         vec![reply("only January"), reply("January and March")],
-        Duration::from_millis(300),
+        false,
     );
     let store = Arc::new(Store::open_in_memory().unwrap());
     let h = harness(store.clone(), model.clone(), settings()).await;
@@ -963,7 +984,7 @@ async fn a_message_drained_while_the_task_works_is_journaled_with_the_next_model
     let id = sub.snapshot.id.clone();
     until_asked(&model, 1).await;
     let before = store.write_counts().commits();
-    let task = send_and_settle(&h, "also count March", &id).await;
+    let task = send_then_settle(&h, "also count March", &id, || model.release(2)).await;
     assert_eq!(
         task.status.message.as_ref().unwrap().text(),
         "January and March"
@@ -988,8 +1009,8 @@ async fn a_message_drained_but_not_yet_journaled_when_the_process_stops_is_read_
     let path = dir.path().join("harness.db");
     // First life: the message lands during the first call; the second call, which carries
     // it, hangs, and the engine stops with it in flight.
-    let first =
-        PlayModel::slow_then_hanging(vec![reply("only January")], Duration::from_millis(300));
+    // The first call answers only once the message has landed; the second hangs.
+    let first = PlayModel::gated(vec![reply("only January")], true);
     let store = Arc::new(Store::open(&path).unwrap());
     let h1 = harness(store.clone(), first.clone(), settings()).await;
     let sub = h1
@@ -1003,6 +1024,7 @@ async fn a_message_drained_but_not_yet_journaled_when_the_process_stops_is_read_
         .send_message(&caller(), user_message("also count March", &id))
         .await
         .unwrap();
+    first.release(2);
     until_asked(&first, 2).await;
     assert!(
         serde_json::to_string(&first.requests()[1].messages)
@@ -1019,7 +1041,7 @@ async fn a_message_drained_but_not_yet_journaled_when_the_process_stops_is_read_
     let store = Arc::new(Store::open(&path).unwrap());
     let h2 = harness(store.clone(), second.clone(), settings()).await;
     assert_eq!(h2.engine.resume_open().unwrap(), 1);
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         loop {
             let task = h2.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();
             if task.status.state.is_terminal() {

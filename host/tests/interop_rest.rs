@@ -3,8 +3,6 @@
 
 mod interop_support;
 
-use std::time::Duration;
-
 use interop_support::{Harness, message, scenario};
 use serde_json::{Value, json};
 
@@ -158,24 +156,18 @@ async fn subscribe_follows_a_waiting_task_to_its_end_by_post_and_by_get() {
             "messageId": scenario("tck-complete-task"), "role": "ROLE_USER", "taskId": id,
             "parts": [{"text": "here you are"}]
         }});
-        let base = harness.base.clone();
-        let answering = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let url = format!("{base}/message:send");
-            reqwest::Client::new()
-                .post(url)
-                .json(&answer)
-                .send()
-                .await
-                .unwrap();
-        });
         let path = format!("/tasks/{id}:subscribe");
-        let events = harness.rest_stream(method, &path, None).await;
-        answering.await.unwrap();
+        let mut events = harness.rest_stream_open(method, &path, None).await;
+        // The subscription is open once its first event, the task as it is, has come: only
+        // then is the task answered.
+        let first = events.next().await;
         assert_eq!(
-            events[0]["task"]["status"]["state"],
-            "TASK_STATE_INPUT_REQUIRED"
+            first["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+            "{method}"
         );
+        let (status, _) = harness.rest("POST", "/message:send", Some(answer)).await;
+        assert_eq!(status, 200);
+        let events = events.rest().await;
         let last = events.last().unwrap();
         assert_eq!(
             last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",

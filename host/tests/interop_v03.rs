@@ -7,7 +7,7 @@ mod interop_support;
 use std::time::Duration;
 
 use futures::StreamExt;
-use interop_support::{Harness, scenario};
+use interop_support::{Harness, STREAM_DEADLINE, scenario};
 use serde_json::{Value, json};
 use tiny_harness::agents::client::{A2aClient, Dialect};
 use tiny_harness::protocol::requests::SendMessageRequest;
@@ -73,19 +73,23 @@ async fn message_send_without_blocking_returns_at_once_and_tasks_get_sees_it_fin
     let started = harness.rpc("0.3", "message/send", params).await["result"].clone();
     assert_eq!(started["status"]["state"], "submitted");
     let id = started["id"].as_str().unwrap();
-    let mut state = Value::Null;
-    for _ in 0..100 {
+    // Polled until it completes; the deadline guards against a hang only.
+    let deadline = tokio::time::Instant::now() + STREAM_DEADLINE;
+    loop {
         let task = harness
             .rpc("", "tasks/get", json!({"id": id, "historyLength": 1}))
             .await;
-        state = task["result"]["status"]["state"].clone();
+        let state = &task["result"]["status"]["state"];
         if state == "completed" {
             assert_eq!(task["result"]["history"].as_array().unwrap().len(), 1);
             break;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task did not complete: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(state, "completed");
 }
 
 #[tokio::test]
@@ -120,22 +124,16 @@ async fn tasks_cancel_cancels_and_tasks_resubscribe_follows_a_waiting_task() {
     assert_eq!(waiting["status"]["state"], "input-required");
     let id = waiting["id"].as_str().unwrap().to_string();
     let answer = json!({"message": message("tck-complete-task", &id)});
-    let base = harness.base.clone();
-    let answering = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "message/send", "params": answer});
-        reqwest::Client::new()
-            .post(base)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-    });
-    let events = harness
-        .rpc_stream("", "tasks/resubscribe", json!({"id": id}))
+    let mut events = harness
+        .rpc_stream_open("", "tasks/resubscribe", json!({"id": id}))
         .await;
-    answering.await.unwrap();
-    assert_eq!(events[0]["result"]["status"]["state"], "input-required");
+    // The subscription is open once its first event, the task as it is, has come: only then is
+    // the task answered.
+    let first = events.next().await;
+    assert_eq!(first["result"]["status"]["state"], "input-required");
+    let answered = harness.rpc("", "message/send", answer).await;
+    assert!(answered["error"].is_null(), "{answered}");
+    let events = events.rest().await;
     assert_eq!(events.last().unwrap()["result"]["final"], true);
     let other = send(&harness, "tck-input-required").await;
     let canceled = harness

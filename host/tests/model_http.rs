@@ -16,6 +16,12 @@ use tiny_harness::model::{
     Purpose, RetryPolicy, ToolCall, ToolSpec, build_model,
 };
 
+/// How long a held answer waits for its release at most: a guard against a hung test, far
+/// longer than any client timeout the tests set.
+const HOLD_GUARD: Duration = Duration::from_secs(60);
+/// How long a test waits for a call that must end on its own: a guard against a hang only.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
 /// One request the stub received.
 #[derive(Debug, Clone)]
 struct Recorded {
@@ -29,7 +35,9 @@ struct Recorded {
 struct Answer {
     status: u16,
     body: Value,
-    delay: Duration,
+    /// Held until the stub is released ([`Stub::release`]): an answer the client never gets
+    /// unless it waits for the test.
+    held: bool,
     retry_after: Option<&'static str>,
     /// Answer with every request header in the body, as a misconfigured proxy would.
     echo_headers: bool,
@@ -39,7 +47,7 @@ fn ok(body: Value) -> Answer {
     Answer {
         status: 200,
         body,
-        delay: Duration::ZERO,
+        held: false,
         retry_after: None,
         echo_headers: false,
     }
@@ -49,7 +57,7 @@ fn status(status: u16) -> Answer {
     Answer {
         status,
         body: json!({"error": {"message": format!("stub says {status}")}}),
-        delay: Duration::ZERO,
+        held: false,
         retry_after: None,
         echo_headers: false,
     }
@@ -58,12 +66,26 @@ fn status(status: u16) -> Answer {
 #[derive(Default)]
 struct Stub {
     requests: Mutex<Vec<Recorded>>,
+    /// When each request arrived, in order.
+    arrivals: Mutex<Vec<Instant>>,
     answers: Mutex<VecDeque<Answer>>,
+    /// Answers sent so far (a held one counts once it is let go).
+    answered: std::sync::atomic::AtomicUsize,
+    release: tokio::sync::Notify,
 }
 
 impl Stub {
     fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
+    }
+
+    fn answered(&self) -> usize {
+        self.answered.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Lets every held answer go.
+    fn release(&self) {
+        self.release.notify_waiters();
     }
 }
 
@@ -74,6 +96,7 @@ async fn answer(
     body: Bytes,
 ) -> Response {
     let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    stub.arrivals.lock().unwrap().push(Instant::now());
     stub.requests.lock().unwrap().push(Recorded {
         path: uri.path().to_string(),
         headers,
@@ -83,7 +106,13 @@ async fn answer(
     let Some(answer) = next else {
         return (StatusCode::IM_A_TEAPOT, "the stub has no more answers").into_response();
     };
-    tokio::time::sleep(answer.delay).await;
+    if answer.held {
+        // Registered before the answer is looked at again, so a release cannot be missed.
+        let released = stub.release.notified();
+        let _ = tokio::time::timeout(HOLD_GUARD, released).await;
+    }
+    stub.answered
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let code = StatusCode::from_u16(answer.status).unwrap();
     let body = if answer.echo_headers {
         let headers = stub
@@ -114,8 +143,8 @@ async fn answer(
 /// Starts a stub answering `answers` in order; returns its `/v1` root and its record.
 async fn start(answers: Vec<Answer>) -> (String, Arc<Stub>) {
     let stub = Arc::new(Stub {
-        requests: Mutex::new(Vec::new()),
         answers: Mutex::new(answers.into()),
+        ..Stub::default()
     });
     let app = axum::Router::new()
         .fallback(answer)
@@ -439,15 +468,20 @@ mod model_retries {
     #[tokio::test]
     async fn honours_retry_after_up_to_the_cap() {
         let mut limited = status(429);
-        limited.retry_after = Some("30");
+        // An hour: a client that did not cap it would hang past the guard below.
+        limited.retry_after = Some("3600");
         let (base, stub) = start(vec![limited, ok(openai_answer())]).await;
         let model = OpenAiModel::new(fast_settings(&base, 1, 5)).unwrap();
-        let started = Instant::now();
-        model.complete(&conversation()).await.unwrap();
-        let waited = started.elapsed();
-        assert!(waited >= Duration::from_millis(200), "waited {waited:?}");
-        assert!(waited < Duration::from_secs(2), "waited {waited:?}");
+        tokio::time::timeout(HANG_GUARD, model.complete(&conversation()))
+            .await
+            .expect("the hour-long Retry-After was capped")
+            .unwrap();
         assert_eq!(stub.requests().len(), 2);
+        // The retry waited the capped Retry-After, not the far shorter backoff (at most 20 ms):
+        // a lower bound, which a busy machine can only make longer.
+        let arrivals = stub.arrivals.lock().unwrap().clone();
+        let waited = arrivals[1] - arrivals[0];
+        assert!(waited >= Duration::from_millis(200), "waited {waited:?}");
     }
 }
 
@@ -455,15 +489,21 @@ mod model_failures {
     use super::*;
 
     #[tokio::test]
-    async fn a_slow_endpoint_times_out() {
+    async fn a_slow_endpoint_times_out_and_the_client_gives_up_before_the_answer() {
         let mut slow = ok(openai_answer());
-        slow.delay = Duration::from_secs(5);
-        let (base, _stub) = start(vec![slow]).await;
+        slow.held = true;
+        let (base, stub) = start(vec![slow]).await;
         let model = OpenAiModel::new(fast_settings(&base, 0, 1)).unwrap();
-        let started = Instant::now();
-        let err = model.complete(&conversation()).await.unwrap_err();
+        let err = tokio::time::timeout(HANG_GUARD, model.complete(&conversation()))
+            .await
+            .expect("the model's own timeout ended the call")
+            .unwrap_err();
         assert!(matches!(err, ModelError::Timeout { secs: 1, .. }), "{err}");
-        assert!(started.elapsed() < Duration::from_millis(1500));
+        assert_eq!(err.to_string(), "model call timed out after 1 s");
+        assert_eq!(err.public_reason(), "the model call timed out after 1 s");
+        assert_eq!(stub.requests().len(), 1, "the server saw the request");
+        assert_eq!(stub.answered(), 0, "the client gave up before the answer");
+        stub.release();
     }
 
     #[tokio::test]

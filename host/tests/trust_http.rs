@@ -24,6 +24,8 @@ const ENVELOPE: &str = "application/vnd.tiny-harness.event+json";
 const EXT: &str = "io.github.madarauchiha-314.tiny-harness/task";
 /// A scripted model that answers every task at once.
 const ANSWER: &str = "[[reply]]\ntext = \"ok\"\n";
+/// How long a test waits for something that must happen: a guard against a hang, not a measure.
+const HANG_GUARD: Duration = Duration::from_secs(30);
 
 /// Who a request is sent as.
 #[derive(Clone, Copy)]
@@ -175,9 +177,9 @@ fn error_text(error: &Value) -> String {
     error["message"].as_str().unwrap_or_default().to_string()
 }
 
-/// Polls until the task reaches `state` (a wire name), or fails after five seconds.
+/// Polls until the task reaches `state` (a wire name), or fails after [`HANG_GUARD`].
 async fn wait_for(server: &Server, who: As<'_>, id: &str, state: &str) -> Value {
-    tokio::time::timeout(Duration::from_secs(5), async {
+    tokio::time::timeout(HANG_GUARD, async {
         loop {
             let task = server.get_task(who, id).await.unwrap();
             if task["status"]["state"] == state {
@@ -409,9 +411,9 @@ async fn a_resent_message_id_makes_one_task_per_owner() {
     let first = message("", Part::text("Count the invoices"), false);
     let created = server.send(alice, first.clone()).await.unwrap();
     assert_eq!(created["status"]["state"], "TASK_STATE_COMPLETED");
-    let resent = tokio::time::timeout(Duration::from_secs(5), server.send(alice, first.clone()))
+    let resent = tokio::time::timeout(HANG_GUARD, server.send(alice, first.clone()))
         .await
-        .expect("a resend of a settled task answers at once")
+        .expect("a resend of a settled task answers")
         .unwrap();
     assert_eq!(resent["id"], created["id"]);
     assert_eq!(resent["status"]["state"], "TASK_STATE_COMPLETED");

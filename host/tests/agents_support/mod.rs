@@ -32,6 +32,52 @@ pub enum Behaviour {
     Slow(Duration, Arc<dyn Fn(&str) -> Value + Send + Sync>),
     /// Answers with this status and body.
     Raw(u16, String),
+    /// Holds the answer until every request the gate expects is in flight, then serves the card.
+    Gated(Arc<Gate>, Arc<dyn Fn(&str) -> Value + Send + Sync>),
+}
+
+/// Shared by several card servers: counts the card requests in flight across them and holds each
+/// answer until `expected` are in flight at once (or until [`Gate::GIVE_UP`], so that fetches
+/// made one after another fail the test instead of hanging it). Proves fetches run concurrently
+/// by an event, not by how long they took.
+pub struct Gate {
+    expected: usize,
+    /// Requests in flight now, and whether `expected` were ever in flight at once (then the
+    /// gate stays open).
+    state: tokio::sync::watch::Sender<(usize, bool)>,
+    most_in_flight: AtomicUsize,
+}
+
+impl Gate {
+    /// How long a held answer waits for the others: a guard against a hang, not a measure.
+    pub const GIVE_UP: Duration = Duration::from_secs(15);
+
+    pub fn new(expected: usize) -> Arc<Gate> {
+        Arc::new(Gate {
+            expected,
+            state: tokio::sync::watch::Sender::new((0, false)),
+            most_in_flight: AtomicUsize::new(0),
+        })
+    }
+
+    /// The most requests that were in flight at once.
+    pub fn most_in_flight(&self) -> usize {
+        self.most_in_flight.load(Ordering::SeqCst)
+    }
+
+    async fn pass(&self) {
+        let mut now = 0;
+        self.state.send_modify(|(in_flight, open)| {
+            *in_flight += 1;
+            now = *in_flight;
+            *open |= *in_flight >= self.expected;
+        });
+        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        let mut seen = self.state.subscribe();
+        let opened = seen.wait_for(|(_, open)| *open);
+        let _ = tokio::time::timeout(Gate::GIVE_UP, opened).await;
+        self.state.send_modify(|(in_flight, _)| *in_flight -= 1);
+    }
 }
 
 /// A card server on 127.0.0.1:0 that counts the requests it gets.
@@ -54,6 +100,10 @@ async fn serve_card(State(state): State<CardState>) -> Response {
         Behaviour::Card(card) => Json(card(&state.url)).into_response(),
         Behaviour::Slow(delay, card) => {
             tokio::time::sleep(*delay).await;
+            Json(card(&state.url)).into_response()
+        }
+        Behaviour::Gated(gate, card) => {
+            gate.pass().await;
             Json(card(&state.url)).into_response()
         }
         Behaviour::Raw(status, body) => (

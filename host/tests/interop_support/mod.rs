@@ -105,8 +105,23 @@ impl Harness {
         (status, value)
     }
 
+    /// A JSON-RPC streaming call, open: its events read one at a time.
+    pub async fn rpc_stream_open(&self, version: &str, method: &str, params: Value) -> Events {
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        let mut request = self.http.post(&self.base).json(&body);
+        if !version.is_empty() {
+            request = request.header("A2A-Version", version);
+        }
+        Events::open(request.send().await.unwrap())
+    }
+
     /// A REST streaming request: every event's data as JSON, until the server closes.
     pub async fn rest_stream(&self, method: &str, path: &str, body: Option<Value>) -> Vec<Value> {
+        self.rest_stream_open(method, path, body).await.rest().await
+    }
+
+    /// A REST streaming request, open: its events read one at a time.
+    pub async fn rest_stream_open(&self, method: &str, path: &str, body: Option<Value>) -> Events {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let mut request = self
             .http
@@ -116,7 +131,7 @@ impl Harness {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        events(request.send().await.unwrap()).await
+        Events::open(request.send().await.unwrap())
     }
 }
 
@@ -130,26 +145,53 @@ impl Drop for Harness {
 
 /// The data of every SSE event of a response, parsed as JSON.
 pub async fn events(response: reqwest::Response) -> Vec<Value> {
-    assert_eq!(response.status(), 200, "a stream starts with HTTP 200");
-    let content_type = response.headers()["content-type"]
-        .to_str()
-        .unwrap()
-        .to_string();
-    assert!(
-        content_type.starts_with("text/event-stream"),
-        "{content_type}"
-    );
-    let collect = response
-        .bytes_stream()
-        .eventsource()
-        .filter_map(|event| async move {
-            let event = event.unwrap();
-            (!event.data.trim().is_empty()).then(|| serde_json::from_str(&event.data).unwrap())
-        })
-        .collect::<Vec<Value>>();
-    tokio::time::timeout(STREAM_DEADLINE, collect)
-        .await
-        .expect("the stream ends")
+    Events::open(response).rest().await
+}
+
+/// An open SSE response whose events a test reads one at a time, so that it can act on an
+/// event (a subscription's first snapshot, say) before the stream goes on.
+pub struct Events {
+    stream: futures::stream::BoxStream<'static, Value>,
+}
+
+impl Events {
+    /// Checks that the response is an SSE stream and opens it.
+    pub fn open(response: reqwest::Response) -> Events {
+        assert_eq!(response.status(), 200, "a stream starts with HTTP 200");
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            content_type.starts_with("text/event-stream"),
+            "{content_type}"
+        );
+        let stream = response
+            .bytes_stream()
+            .eventsource()
+            .filter_map(|event| async move {
+                let event = event.unwrap();
+                (!event.data.trim().is_empty()).then(|| serde_json::from_str(&event.data).unwrap())
+            })
+            .boxed();
+        Events { stream }
+    }
+
+    /// The next event's data; fails the test if the stream ends first or none comes within
+    /// [`STREAM_DEADLINE`].
+    pub async fn next(&mut self) -> Value {
+        tokio::time::timeout(STREAM_DEADLINE, self.stream.next())
+            .await
+            .expect("an event comes")
+            .expect("the stream has another event")
+    }
+
+    /// Every event left, until the server closes the stream.
+    pub async fn rest(self) -> Vec<Value> {
+        tokio::time::timeout(STREAM_DEADLINE, self.stream.collect::<Vec<Value>>())
+            .await
+            .expect("the stream ends")
+    }
 }
 
 /// A 1.0 user message with one text part and the given id (whose prefix names the scenario).

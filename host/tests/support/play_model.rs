@@ -17,6 +17,9 @@ pub struct PlayModel {
     delay: Duration,
     /// Past the last reply, wait forever instead of failing (a call in flight at a crash).
     hang_past_end: bool,
+    /// When set, each call waits for a permit the test gives ([`PlayModel::release`]), so a
+    /// test can act while a call is in flight, for as long as it needs.
+    gate: Option<tokio::sync::Semaphore>,
     requests: Mutex<Vec<ModelRequest>>,
     /// The turn each turn request was made at.
     turns: Mutex<Vec<usize>>,
@@ -42,15 +45,36 @@ impl PlayModel {
         PlayModel::with(replies, delay, true)
     }
 
+    /// Each call answers only once the test has released it ([`PlayModel::release`]); past the
+    /// replies, a released call hangs when `hang_past_end`, else fails.
+    pub fn gated(replies: Vec<ModelReply>, hang_past_end: bool) -> Arc<PlayModel> {
+        let mut model = PlayModel::build(replies, Duration::ZERO, hang_past_end);
+        model.gate = Some(tokio::sync::Semaphore::new(0));
+        Arc::new(model)
+    }
+
+    /// Lets `calls` more calls of a gated model answer.
+    pub fn release(&self, calls: usize) {
+        self.gate
+            .as_ref()
+            .expect("a gated model")
+            .add_permits(calls);
+    }
+
     fn with(replies: Vec<ModelReply>, delay: Duration, hang_past_end: bool) -> Arc<PlayModel> {
-        Arc::new(PlayModel {
+        Arc::new(PlayModel::build(replies, delay, hang_past_end))
+    }
+
+    fn build(replies: Vec<ModelReply>, delay: Duration, hang_past_end: bool) -> PlayModel {
+        PlayModel {
             replies,
             delay,
             hang_past_end,
+            gate: None,
             requests: Mutex::new(Vec::new()),
             turns: Mutex::new(Vec::new()),
             message_ids: Mutex::new(Vec::new()),
-        })
+        }
     }
 
     pub fn requests(&self) -> Vec<ModelRequest> {
@@ -101,6 +125,9 @@ impl PlayModel {
     async fn play(&self, request: &ModelRequest, index: usize) -> Result<ModelReply, ModelError> {
         self.requests.lock().unwrap().push(request.clone());
         tokio::time::sleep(self.delay).await;
+        if let Some(gate) = &self.gate {
+            gate.acquire().await.expect("the gate stays open").forget();
+        }
         if request.purpose == Purpose::Summary {
             return Ok(reply("SUMMARY-OF-EARLIER-WORK"));
         }
