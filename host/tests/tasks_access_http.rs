@@ -10,8 +10,9 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use delegation_support::*;
-use tiny_harness::a2a::client::{A2aClient, ClientError};
-use tiny_harness::a2a::types::{ListTasksRequest, StreamResponse, Task, TaskState};
+use tiny_harness::agents::client::{A2aClient, ClientError};
+use tiny_harness::protocol::requests::ListTasksRequest;
+use tiny_harness::protocol::types::{StreamResponse, Task, TaskState};
 
 /// A task whose goal is this stays WORKING: its model call never answers.
 const HOLD: &str = "hold";
