@@ -9,16 +9,17 @@ pub mod host_effects;
 pub(crate) mod inbox;
 pub mod journal;
 mod participant_task;
+mod shared;
+mod status;
 #[cfg(feature = "temporal")]
 pub mod temporal;
 mod turn;
 pub mod wakeups;
 
+pub use crate::tasks::engine_port::{Engine, FirstInput};
 pub use crate::tools::{
     ChildRequest, Effect, EffectPort, ToolContext, ToolError, ToolHost, ToolOutcome,
 };
 pub use embedded::{EmbeddedEngine, EngineParts, EngineSettings};
 pub use host_effects::HostEffects;
-pub use crate::tasks::engine_port::{Engine, FirstInput};
 pub use wakeups::{WakeReceiver, WakeSender, wake_queue};
-

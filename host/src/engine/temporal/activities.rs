@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::engine::turn::{Shared, Step, replay_of, step};
+use crate::engine::shared::{Shared, Step};
+use crate::engine::turn::{replay_of, step};
 
 /// How often a running step tells the server it is alive: a worker that dies is noticed within
 /// the heartbeat timeout (a few of these), and a cancel reaches the step at its next heartbeat.

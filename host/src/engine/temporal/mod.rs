@@ -21,15 +21,15 @@ use temporalio_client::{
 };
 
 use super::Engine;
+use super::embedded::EngineParts;
 use super::inbox;
+use super::shared::Shared;
+use super::wakeups::WakeReceiver;
 use crate::protocol::types::Message;
 use crate::records::record::TaskRecord;
+use crate::store::StoreError;
 use crate::store::Tx;
 use crate::tasks::engine_port::FirstInput;
-use super::embedded::EngineParts;
-use super::turn::Shared;
-use super::wakeups::WakeReceiver;
-use crate::store::StoreError;
 
 pub use activities::{HEARTBEAT_EVERY, StepOutcome};
 pub use workflow::{CHILDREN_RECHECK, STEPS_PER_RUN, TaskInput, TaskWorkflow, WORKFLOW_TYPE};
@@ -45,19 +45,34 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct TemporalSettings {
     /// `host:port` of the server's gRPC frontend.
     pub address: String,
+    /// `engine.temporal.namespace`: the namespace the workflows live in.
     pub namespace: String,
+    /// `engine.temporal.task_queue`: every harness serving the same tasks polls this queue.
     pub task_queue: String,
 }
 
 /// Why the Temporal engine could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum TemporalError {
+    /// `engine.temporal.address` cannot be made a server URL.
     #[error("engine.temporal.address: `{address}` is not a host:port the client can use: {reason}")]
-    Address { address: String, reason: String },
+    Address {
+        /// The configured address, as given.
+        address: String,
+        /// Why the client refused it.
+        reason: String,
+    },
+    /// The server did not answer within the connect timeout, or refused the connection.
     #[error(
         "cannot reach the Temporal server at {address} (engine.temporal.address): {reason}; start one with scripts/temporal-dev"
     )]
-    Connect { address: String, reason: String },
+    Connect {
+        /// The configured address.
+        address: String,
+        /// What the client reported.
+        reason: String,
+    },
+    /// The worker of this process could not be built or started.
     #[error("the Temporal worker did not start: {0}")]
     Worker(String),
 }
