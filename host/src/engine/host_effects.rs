@@ -7,11 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::children::{Children, SpawnRequest};
-use crate::tools::effects::{self, StepRequest};
 use crate::agents::{Registry, SELF_ID, UnknownAgent};
 use crate::records::extension::{Lifecycle, TaskLink};
 use crate::records::record::TaskRecord;
 use crate::skills::{Catalog, loading};
+use crate::tools::effects::{self, StepRequest};
 use crate::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolError};
 
 /// The effects a tool call may have, as this harness allows them.
