@@ -34,7 +34,11 @@ pub enum StepOutcome {
     /// Wait for a wake signal. With `children_open`, the task waits on children whose followers
     /// live in worker processes: the workflow looks again after a while, so that a follower lost
     /// with its process is started again by whichever worker takes the next step.
-    Park { children_open: bool },
+    Park {
+        /// Whether children it waits on are open: then the workflow also looks again after a
+        /// while.
+        children_open: bool,
+    },
     /// The task has ended.
     Stop,
 }
