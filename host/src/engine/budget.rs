@@ -34,7 +34,9 @@ pub enum Source {
 /// The most tokens a task may use, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
+    /// The most tokens the task may use, its children's reservations included.
     pub tokens: u64,
+    /// Which setting set it, so that the reason a task fails names the one to change.
     pub source: Source,
 }
 

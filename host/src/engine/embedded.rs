@@ -12,7 +12,8 @@ use tokio_util::task::TaskTracker;
 use super::Engine;
 use super::children::Children;
 use super::inbox;
-use super::turn::{Origin, Parking, Shared, run_task};
+use super::shared::Shared;
+use super::turn::{Origin, Parking, run_task};
 use super::wakeups::WakeReceiver;
 use crate::context::StaticPrefix;
 use crate::model::Models;
@@ -25,7 +26,7 @@ use crate::tasks::engine_port::FirstInput;
 use crate::tasks::hub::TaskHub;
 use crate::tools::ToolHost;
 
-pub use super::turn::EngineSettings;
+pub use super::shared::EngineSettings;
 
 struct Running {
     /// Set by a wake-up while the loop steps: the loop looks again before it ends.
@@ -45,11 +46,15 @@ pub struct EmbeddedEngine {
 
 /// What an engine is built from.
 pub struct EngineParts {
+    /// The task service every loop reads and writes its task through (the only writer).
     pub hub: Arc<TaskHub>,
     /// The default model, and the named ones a task's brief may choose.
     pub models: Models,
+    /// What runs the model's tool calls (the plugins' tools and the host's intrinsics).
     pub tools: Arc<dyn ToolHost>,
+    /// The start of every request, computed once at start-up and shared by every task.
     pub prefix: StaticPrefix,
+    /// The turn loop's limits.
     pub settings: EngineSettings,
     /// What creates, follows and cancels child tasks, and the queue its followers wake parents
     /// through; `None` where tasks have no children (tests of the loop alone).

@@ -9,7 +9,8 @@ use super::ToolError;
 use super::children::SpawnRequest;
 use super::children::report::CHILD_REPORT_KEY;
 use super::journal::{JournalEntry, Replay};
-use super::turn::{Shared, StepError, set_status};
+use super::shared::{Shared, StepError};
+use super::status::set_status;
 use crate::agents::SELF_ID;
 use crate::protocol::types::{Message, Role, TaskState};
 use crate::records::extension::{

@@ -14,45 +14,69 @@ use crate::tools::Effect;
 pub enum JournalEntry {
     /// A message from a participant, drained from the task's history.
     Inbound {
+        /// Where the message sits in the task's history: the drain reads on from here.
         message_seq: i64,
+        /// The participant who sent it, named to the model.
         from: String,
+        /// False for an agent's words, which the model reads inside an untrusted block.
         trusted: bool,
+        /// The message as the model reads it (its text and data parts).
         text: String,
     },
     /// News from elsewhere for the model (a sub-task's answer), untrusted; drained from the
     /// task's history at `message_seq` when it came as a report message.
     Note {
+        /// Who the news is from (`agent` for a child's report), named to the model.
         source: String,
+        /// The news as the model reads it, untrusted.
         text: String,
+        /// The report message's place in the history; `None` for a note not drained from it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message_seq: Option<i64>,
     },
     /// A participant's command (`/sub-task …`), carried out by the harness without a model
     /// turn; `outcome` says what it did.
     Command {
+        /// Where the command sits in the task's history: the drain reads on from here.
         message_seq: i64,
+        /// The participant who sent it.
         from: String,
+        /// The command as sent.
         text: String,
+        /// What the harness did, as it answered the participant.
         outcome: String,
     },
     /// A turn's model call and its reply.
-    ModelCall { reply: ModelReply },
+    ModelCall {
+        /// The reply as the model gave it: replayed instead of calling the model again.
+        reply: ModelReply,
+    },
     /// A tool call's result and the effects applied with it.
     ToolResult {
+        /// The call this answers: a reply's calls without a result are still pending.
         call_id: String,
+        /// The tool called, for the history the model reads.
         name: String,
+        /// The result (or the `[code] message` error) as the model reads it.
         content: String,
+        /// Whether the call failed, so the model sees it as an error.
         is_error: bool,
+        /// What the call changed in the task; a replay folds the skills it loaded from here.
         #[serde(default)]
         effects: Vec<Effect>,
     },
     /// The oldest history replaced by a summary: `folded_through` items from the start of the
     /// task are now represented by `summary`.
     Compaction {
+        /// The model's summary of the folded history, sent in its place from now on.
         summary: String,
+        /// History items from the start of the task the summary stands for.
         folded_through: usize,
+        /// Items this compaction folded, for the logs and the tests.
         removed_items: usize,
+        /// Characters of history the summary request carried, for the logs and the tests.
         removed_chars: usize,
+        /// What the summary call cost, counted against the task's token budget.
         usage: Usage,
     },
 }
@@ -65,12 +89,16 @@ pub struct Replay {
     /// Each item as the model receives it, cleaned once when it is recorded rather than at
     /// every turn (`HistoryItem::to_message`).
     messages: Vec<ChatMessage>,
+    /// The summary of the folded history, sent before the live history.
     pub summary: Option<String>,
+    /// History items the summary stands for: only those after it are sent.
     pub folded_through: usize,
     /// Turn calls recorded, which is also the scripted model's position.
     pub turn_calls: usize,
     /// Tool results recorded.
     pub tool_results: usize,
+    /// The newest message drained, by its place in the history: the next drain reads after it,
+    /// and an answer is final only if nothing the loop reads came after it.
     pub last_inbound_seq: i64,
     /// Tool calls of the last reply that have no recorded result yet.
     pending: Vec<ToolCall>,

@@ -9,6 +9,8 @@ pub mod host_effects;
 pub(crate) mod inbox;
 pub mod journal;
 mod participant_task;
+mod shared;
+mod status;
 #[cfg(feature = "temporal")]
 pub mod temporal;
 mod turn;

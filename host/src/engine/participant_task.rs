@@ -3,7 +3,8 @@
 //! assignee, and the assignee's reply is its answer.
 
 use super::journal::Replay;
-use super::turn::{Step, complete, set_status};
+use super::shared::Step;
+use super::status::{complete, set_status};
 use crate::protocol::types::{Message, TaskState};
 use crate::records::extension::Role;
 use crate::records::record::TaskRecord;

@@ -76,7 +76,7 @@ async fn past_deadline(
 ) {
     let limit = children.settings.deadline.as_secs();
     tracing::warn!(%parent, %child, %agent, limit, "sub-task past its deadline; canceling it");
-    if let Ok(Ok(task)) = super::cancel_on_agent(client, child).await {
+    if let Ok(Ok(task)) = super::cancel::cancel_on_agent(client, child).await {
         let state = task.status.state;
         if state.is_terminal() && state != TaskState::Canceled {
             children

@@ -17,6 +17,7 @@ pub use crate::protocol::extension::CHILD_REPORT_KEY;
 /// A change in a child, as the parent is to learn it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChildNews {
+    /// The child's state as its agent reports it, kept on the parent's sub-task row.
     pub state: TaskState,
     /// What the parent's model reads, when the change needs it (an answer, a question).
     pub note: Option<String>,

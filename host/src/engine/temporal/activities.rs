@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::engine::turn::{Shared, Step, replay_of, step};
+use crate::engine::shared::{Shared, Step};
+use crate::engine::turn::{replay_of, step};
 
 /// How often a running step tells the server it is alive: a worker that dies is noticed within
 /// the heartbeat timeout (a few of these), and a cancel reaches the step at its next heartbeat.
@@ -33,7 +34,11 @@ pub enum StepOutcome {
     /// Wait for a wake signal. With `children_open`, the task waits on children whose followers
     /// live in worker processes: the workflow looks again after a while, so that a follower lost
     /// with its process is started again by whichever worker takes the next step.
-    Park { children_open: bool },
+    Park {
+        /// Whether children it waits on are open: then the workflow also looks again after a
+        /// while.
+        children_open: bool,
+    },
     /// The task has ended.
     Stop,
 }

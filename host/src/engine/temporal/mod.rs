@@ -9,6 +9,9 @@
 
 mod activities;
 mod worker;
+// `#[workflow_methods]` adds a public marker constant per workflow method, which no doc comment
+// can reach; every item written here is documented.
+#[allow(missing_docs)]
 mod workflow;
 
 use std::str::FromStr;
@@ -23,7 +26,7 @@ use temporalio_client::{
 use super::Engine;
 use super::embedded::EngineParts;
 use super::inbox;
-use super::turn::Shared;
+use super::shared::Shared;
 use super::wakeups::WakeReceiver;
 use crate::protocol::types::Message;
 use crate::records::record::TaskRecord;
@@ -45,19 +48,34 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct TemporalSettings {
     /// `host:port` of the server's gRPC frontend.
     pub address: String,
+    /// `engine.temporal.namespace`: the namespace the workflows live in.
     pub namespace: String,
+    /// `engine.temporal.task_queue`: every harness serving the same tasks polls this queue.
     pub task_queue: String,
 }
 
 /// Why the Temporal engine could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum TemporalError {
+    /// `engine.temporal.address` cannot be made a server URL.
     #[error("engine.temporal.address: `{address}` is not a host:port the client can use: {reason}")]
-    Address { address: String, reason: String },
+    Address {
+        /// The configured address, as given.
+        address: String,
+        /// Why the client refused it.
+        reason: String,
+    },
+    /// The server did not answer within the connect timeout, or refused the connection.
     #[error(
         "cannot reach the Temporal server at {address} (engine.temporal.address): {reason}; start one with scripts/temporal-dev"
     )]
-    Connect { address: String, reason: String },
+    Connect {
+        /// The configured address.
+        address: String,
+        /// What the client reported.
+        reason: String,
+    },
+    /// The worker of this process could not be built or started.
     #[error("the Temporal worker did not start: {0}")]
     Worker(String),
 }

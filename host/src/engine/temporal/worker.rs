@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use super::activities::TaskActivities;
 use super::workflow::TaskWorkflow;
 use super::{TemporalError, TemporalSettings};
-use crate::engine::turn::Shared;
+use crate::engine::shared::Shared;
 
 /// Threads of the worker's own runtime, on which activities (model and tool calls) run.
 const WORKER_THREADS: usize = 2;

@@ -36,6 +36,7 @@ const CANCEL_CHILDREN_TIMEOUT: Duration = Duration::from_secs(60);
 /// What a run starts from: the task, and nothing else (its state is in the store).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct TaskInput {
+    /// The A2A task id, which is also the workflow id.
     pub task_id: String,
 }
 

@@ -1,0 +1,63 @@
+//! Compaction: the oldest history folded into a summary asked of the task's own model, and
+//! journaled. Apart from the model's turn, which decides when it is due.
+
+use super::append_unjournaled;
+use crate::context::compaction::summary_request;
+use crate::engine::budget;
+use crate::engine::journal::{JournalEntry, Replay};
+use crate::engine::shared::{Shared, StepError};
+use crate::model::{Effort, Model};
+use crate::tasks::hub::Change;
+
+/// Folds the oldest history into a summary, asked of the task's own model at its effort, in a
+/// request within the turn budget.
+pub(super) async fn compact(
+    shared: &Shared,
+    model: &dyn Model,
+    effort: Option<Effort>,
+    id: &str,
+    replay: &mut Replay,
+    cut: usize,
+    budget_tokens: usize,
+) -> Result<(), StepError> {
+    let folded = &replay.live_history()[..cut];
+    let request = summary_request(
+        replay.summary.as_deref(),
+        folded,
+        shared.settings.max_output_tokens,
+        budget_tokens,
+    );
+    let removed_chars = request
+        .messages
+        .iter()
+        .map(|m| match m {
+            crate::model::ChatMessage::User { content } => content.len(),
+            _ => 0,
+        })
+        .sum();
+    let reply = model.complete_with_effort(&request, effort).await?;
+    let usage = replay.usage.plus(reply.usage);
+    let entry = JournalEntry::Compaction {
+        summary: reply.text,
+        folded_through: replay.folded_through + cut,
+        removed_items: cut,
+        removed_chars,
+        usage: reply.usage,
+    };
+    tracing::info!(task = %id, removed_items = cut, "compacted the history");
+    let limit = shared.settings.task_token_budget;
+    let recorded = entry.clone();
+    let earlier = std::mem::take(&mut replay.unjournaled);
+    if let Change::Applied(..) = shared
+        .hub
+        .change(id, move |rec, tx| {
+            append_unjournaled(tx, &rec.id, &earlier)?;
+            budget::show_usage(rec, usage, limit);
+            tx.append_journal(&rec.id.clone(), &recorded)
+        })
+        .await?
+    {
+        replay.apply(&entry);
+    }
+    Ok(())
+}
