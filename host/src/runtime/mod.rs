@@ -65,6 +65,7 @@ pub enum StartError {
     #[error("server error: {0}")]
     /// The server stopped on an I/O error.
     Serve(std::io::Error),
+    /// The Temporal engine could not start (`[engine] kind = "temporal"`).
     #[cfg(feature = "temporal")]
     #[error(transparent)]
     Temporal(#[from] crate::engine::temporal::TemporalError),
