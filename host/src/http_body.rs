@@ -28,3 +28,48 @@ pub async fn read_capped(
     }
     Ok(Body::Whole(body))
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::Router;
+    use axum::extract::Path;
+    use axum::routing::get;
+
+    use super::*;
+
+    /// A server on loopback whose `/bytes/{n}` answers `n` bytes.
+    async fn serve() -> String {
+        let app = Router::new().route(
+            "/bytes/{n}",
+            get(|Path(n): Path<usize>| async move { "x".repeat(n) }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}")
+    }
+
+    async fn read(base: &str, n: usize, limit: usize) -> Body {
+        let mut response = reqwest::get(format!("{base}/bytes/{n}")).await.unwrap();
+        read_capped(&mut response, limit).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_body_up_to_the_limit_is_whole_and_a_longer_one_is_cut_at_the_limit() {
+        let base = serve().await;
+        assert_eq!(read(&base, 10, 10).await, Body::Whole(vec![b'x'; 10]));
+        assert_eq!(read(&base, 0, 10).await, Body::Whole(Vec::new()));
+        assert_eq!(read(&base, 11, 10).await, Body::Cut(vec![b'x'; 10]));
+        // Many chunks: the cut falls inside one, and keeps exactly the limit.
+        match read(&base, 1_000_000, 50_001).await {
+            Body::Cut(body) => assert_eq!(body.len(), 50_001),
+            whole => panic!("not cut: {} bytes", whole_len(&whole)),
+        }
+    }
+
+    fn whole_len(body: &Body) -> usize {
+        match body {
+            Body::Whole(bytes) | Body::Cut(bytes) => bytes.len(),
+        }
+    }
+}
