@@ -38,6 +38,7 @@ fn request() -> ModelRequest {
         tools: Vec::new().into(),
         max_output_tokens: None,
         purpose: Default::default(),
+        ..ModelRequest::default()
     }
 }
 

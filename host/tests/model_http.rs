@@ -12,9 +12,13 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tiny_harness::config::{ModelConfig, Provider};
 use tiny_harness::model::{
-    AnthropicModel, ChatMessage, HttpSettings, Model, ModelError, ModelRequest, OpenAiModel,
-    Purpose, RetryPolicy, ToolCall, ToolSpec, build_model,
+    AnthropicModel, ChatMessage, FinishState, HttpSettings, Model, ModelError, ModelRequest,
+    OpenAiModel, Origin, Purpose, RetryPolicy, ToolCall, ToolSpec, build_model,
 };
+
+mod support {
+    pub mod captured_logs;
+}
 
 /// How long a held answer waits for its release at most: a guard against a hung test, far
 /// longer than any client timeout the tests set.
@@ -243,6 +247,7 @@ fn conversation() -> ModelRequest {
         .into(),
         max_output_tokens: None,
         purpose: Purpose::Turn,
+        ..ModelRequest::default()
     }
 }
 
@@ -413,6 +418,87 @@ mod anthropic_model {
         );
         assert_eq!(reply.usage.input_tokens, 90);
         assert_eq!(reply.usage.output_tokens, 11);
+    }
+}
+
+mod model_origin {
+    use super::*;
+    use support::captured_logs::CapturedLogs;
+
+    fn from_a_task(message_id: &str) -> ModelRequest {
+        ModelRequest {
+            origin: Origin {
+                task_id: "task-7".into(),
+                message_id: Some(message_id.into()),
+                turn: 3,
+            },
+            ..conversation()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_retried_call_logs_inside_a_span_naming_its_task_message_and_turn() {
+        for provider in [Provider::Openai, Provider::Anthropic] {
+            let (logs, _guard) = CapturedLogs::on_this_thread();
+            let answer = match provider {
+                Provider::Anthropic => anthropic_answer(),
+                _ => openai_answer(),
+            };
+            let (base, _stub) = start(vec![status(503), ok(answer)]).await;
+            let model: Arc<dyn Model> = match provider {
+                Provider::Anthropic => {
+                    Arc::new(AnthropicModel::new(fast_settings(&base, 1, 5)).unwrap())
+                }
+                _ => Arc::new(OpenAiModel::new(fast_settings(&base, 1, 5)).unwrap()),
+            };
+            // A participant chose the message id: it reaches the log escaped.
+            model.complete(&from_a_task("m-1\nforged")).await.unwrap();
+            let text = logs.text();
+            let retry = text
+                .lines()
+                .find(|line| line.contains("503"))
+                .unwrap_or_else(|| panic!("{provider:?}: no retry line in {text}"));
+            assert!(
+                retry.contains(r"model_call{task=task-7 message_id=m-1\nforged turn=3}"),
+                "{provider:?}: {retry}"
+            );
+        }
+    }
+}
+
+mod model_refusals {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_openai_refusal_declines_the_task_with_its_text() {
+        let refused = json!({
+            "choices": [{"message": {"role": "assistant", "content": null,
+                "refusal": "I can't help with that."}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 5}
+        });
+        let (base, _stub) = start(vec![ok(refused), ok(openai_answer())]).await;
+        let model = OpenAiModel::new(fast_settings(&base, 0, 5)).unwrap();
+        let reply = model.complete(&conversation()).await.unwrap();
+        assert_eq!(reply.text, "I can't help with that.");
+        assert_eq!(reply.finish.state, FinishState::Rejected);
+        assert_eq!(reply.usage.output_tokens, 5);
+        let answered = model.complete(&conversation()).await.unwrap();
+        assert_eq!(answered.finish.state, FinishState::Completed);
+    }
+
+    #[tokio::test]
+    async fn an_anthropic_refusal_stop_declines_the_task() {
+        let refused = json!({
+            "content": [], "stop_reason": "refusal",
+            "usage": {"input_tokens": 9, "output_tokens": 0}
+        });
+        let (base, _stub) = start(vec![ok(refused), ok(anthropic_answer())]).await;
+        let model = AnthropicModel::new(fast_settings(&base, 0, 5)).unwrap();
+        let reply = model.complete(&conversation()).await.unwrap();
+        assert_eq!(reply.text, tiny_harness::model::anthropic::REFUSED_TEXT);
+        assert_eq!(reply.finish.state, FinishState::Rejected);
+        let answered = model.complete(&conversation()).await.unwrap();
+        assert_eq!(answered.finish.state, FinishState::Completed);
     }
 }
 

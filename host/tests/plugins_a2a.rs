@@ -53,6 +53,7 @@ impl Model for ZooModel {
                     arguments: "{}".into(),
                 }],
                 usage: Default::default(),
+                ..ModelReply::default()
             });
         }
         let result = request

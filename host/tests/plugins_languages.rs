@@ -301,6 +301,7 @@ impl Model for ToolCallingModel {
                     arguments: json!({ "text": text }).to_string(),
                 }],
                 usage: Default::default(),
+                ..ModelReply::default()
             });
         }
         let result = request

@@ -80,6 +80,8 @@ pub fn summary_request(
         tools: Vec::new().into(),
         max_output_tokens,
         purpose: Purpose::Summary,
+        // The effort and the origin are the engine's, set when it makes the call.
+        ..ModelRequest::default()
     }
 }
 

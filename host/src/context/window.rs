@@ -202,6 +202,8 @@ pub fn assemble(
         tools: tools.clone(),
         max_output_tokens,
         purpose: Purpose::Turn,
+        // The effort and the origin are the engine's, set when it makes the call.
+        ..ModelRequest::default()
     }
 }
 
@@ -380,6 +382,7 @@ mod tests {
             tools: tools.clone(),
             max_output_tokens: None,
             purpose: Purpose::Turn,
+            ..ModelRequest::default()
         };
         let first = estimate_tokens(&request(&small));
         assert_eq!(

@@ -322,6 +322,7 @@ mod tests {
                     text: String::new(),
                     tool_calls: vec![call("a"), call("b")],
                     usage: Usage::default(),
+                    ..ModelReply::default()
                 },
             },
             JournalEntry::ToolResult {

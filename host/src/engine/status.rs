@@ -2,7 +2,7 @@
 //! model's answer, failed with a reason). Kept below the loop, the inbox and participant tasks,
 //! which all set a status.
 
-use crate::model::Finish;
+use crate::model::{Finish, FinishState};
 use crate::protocol::types::{
     Artifact, DIRECT_REPLY_KEY, Message, Part, TaskState, TaskStatus, timestamp_now,
 };
@@ -39,7 +39,7 @@ pub(super) fn finish_task(
     finish: &Finish,
 ) -> Result<(), StoreError> {
     let mut message = Message::agent_text(&record.id, &record.context_id, text);
-    if finish.direct_message {
+    if finish.state == FinishState::DirectMessage {
         let mut metadata = serde_json::Map::new();
         metadata.insert(DIRECT_REPLY_KEY.to_string(), true.into());
         message.metadata = Some(metadata);

@@ -6,7 +6,9 @@ use serde_json::{Map, Value, json};
 
 use super::build_error::ModelBuildError;
 use super::http::{self, HttpSettings};
-use super::{ChatMessage, Effort, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
+use super::{
+    ChatMessage, Finish, FinishState, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage,
+};
 
 /// The API root of Anthropic's own service.
 pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
@@ -40,19 +42,14 @@ impl AnthropicModel {
         })
     }
 
-    /// The JSON body for one request with no reasoning effort, exactly as sent.
-    pub fn request_body(&self, request: &ModelRequest) -> Value {
-        self.request_body_at(request, None)
-    }
-
-    /// The JSON body for one request, exactly as sent. An effort turns on extended thinking
+    /// The JSON body for one request, exactly as sent. The request's effort turns on extended thinking
     /// (`thinking: {type: "enabled", budget_tokens}`, the budget from
     /// [`Effort::anthropic_thinking_budget`]) on a request that starts a turn of the assistant.
     /// A request that carries tool results continues the turn whose reply called the tools; the
     /// API wants that reply's thinking blocks sent back when thinking is on, and a task's journal
     /// keeps a reply's text and tool calls only, so such a request goes without thinking, which
     /// the API accepts.
-    pub fn request_body_at(&self, request: &ModelRequest, effort: Option<Effort>) -> Value {
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.settings.model));
         // Required by the API, unlike OpenAI's.
@@ -64,7 +61,8 @@ impl AnthropicModel {
             body.insert("system".into(), json!(request.instructions));
         }
         let turns = messages(&request.messages);
-        let budget = effort
+        let budget = request
+            .effort
             .filter(|_| !continues_tool_use(&turns))
             .and_then(|effort| effort.anthropic_thinking_budget(limit));
         if let Some(budget) = budget {
@@ -188,6 +186,9 @@ fn tool_input(arguments: &str) -> Value {
     }
 }
 
+/// The status message of a task whose model refused before writing any text.
+pub const REFUSED_TEXT: &str = "The model declined the task.";
+
 /// Reads the content blocks and usage of a messages answer.
 pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
     let blocks = body
@@ -230,6 +231,20 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
             .and_then(Value::as_u64)
             .unwrap_or(0)
     };
+    // The API stops with `refusal` when it declines to go on: the task is declined, with
+    // whatever text came before the stop.
+    let finish = match body.get("stop_reason").and_then(Value::as_str) {
+        Some("refusal") if tool_calls.is_empty() => {
+            if text.is_empty() {
+                text.push_str(REFUSED_TEXT);
+            }
+            Finish {
+                state: FinishState::Rejected,
+                ..Finish::default()
+            }
+        }
+        _ => Finish::default(),
+    };
     Ok(ModelReply {
         text,
         tool_calls,
@@ -240,6 +255,7 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
                 + count("cache_read_input_tokens"),
             output_tokens: count("output_tokens"),
         },
+        finish,
     })
 }
 
@@ -255,15 +271,7 @@ impl Model for AnthropicModel {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        self.complete_with_effort(request, None).await
-    }
-
-    async fn complete_with_effort(
-        &self,
-        request: &ModelRequest,
-        effort: Option<Effort>,
-    ) -> Result<ModelReply, ModelError> {
-        let body = self.request_body_at(request, effort);
+        let body = self.request_body(request);
         let post = || {
             let post = self
                 .client
@@ -275,13 +283,21 @@ impl Model for AnthropicModel {
                 None => post,
             }
         };
-        http::call(&self.settings, &self.shown, post, parse_reply).await
+        http::call(
+            &self.settings,
+            &self.shown,
+            &request.origin,
+            post,
+            parse_reply,
+        )
+        .await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Effort;
 
     fn call(id: &str, arguments: &str) -> ToolCall {
         ToolCall {
@@ -355,6 +371,15 @@ mod tests {
             tools: Vec::new().into(),
             max_output_tokens: None,
             purpose: Default::default(),
+            ..ModelRequest::default()
+        }
+    }
+
+    /// The request at a reasoning effort.
+    fn at(request: &ModelRequest, effort: Effort) -> ModelRequest {
+        ModelRequest {
+            effort: Some(effort),
+            ..request.clone()
         }
     }
 
@@ -363,17 +388,17 @@ mod tests {
         let ask = request(vec![ChatMessage::User {
             content: "go".into(),
         }]);
-        let body = model(32_768).request_body_at(&ask, Some(Effort::Medium));
+        let body = model(32_768).request_body(&at(&ask, Effort::Medium));
         assert_eq!(
             body["thinking"],
             json!({"type": "enabled", "budget_tokens": 4096})
         );
         assert_eq!(body["max_tokens"], 32_768);
-        let capped = model(4_096).request_body_at(&ask, Some(Effort::High));
+        let capped = model(4_096).request_body(&at(&ask, Effort::High));
         assert_eq!(capped["thinking"]["budget_tokens"], 2048);
         assert!(
             model(2_000)
-                .request_body_at(&ask, Some(Effort::Low))
+                .request_body(&at(&ask, Effort::Low))
                 .get("thinking")
                 .is_none()
         );
@@ -396,7 +421,7 @@ mod tests {
                 content: "1".into(),
             },
         ]);
-        let body = model(32_768).request_body_at(&looping, Some(Effort::High));
+        let body = model(32_768).request_body(&at(&looping, Effort::High));
         assert!(body.get("thinking").is_none(), "{body}");
     }
 

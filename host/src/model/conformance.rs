@@ -13,10 +13,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::json;
 
-use super::{
-    Finish, FinishState, Model, ModelError, ModelReply, ModelRequest, Purpose, TurnContext,
-    TurnReply,
-};
+use super::{Finish, FinishState, Model, ModelError, ModelReply, ModelRequest, Purpose};
 use crate::protocol::types::{Artifact, Part};
 
 /// How long the resubscription scenario keeps its task working: twice the TCK's two-second
@@ -159,9 +156,8 @@ impl Scenario {
             Scenario::StreamStatusOnly | Scenario::LongRunning => done("Done.", vec![]),
             Scenario::MessageResponse => {
                 let finish = Finish {
+                    state: FinishState::DirectMessage,
                     artifacts: Some(vec![]),
-                    direct_message: true,
-                    ..Finish::default()
                 };
                 (MESSAGE_RESPONSE_TEXT.to_string(), finish)
             }
@@ -169,7 +165,6 @@ impl Scenario {
                 let finish = Finish {
                     state: FinishState::InputRequired,
                     artifacts: Some(vec![]),
-                    ..Finish::default()
                 };
                 ("More input is required.".to_string(), finish)
             }
@@ -177,7 +172,6 @@ impl Scenario {
                 let finish = Finish {
                     state: FinishState::Rejected,
                     artifacts: Some(vec![]),
-                    ..Finish::default()
                 };
                 ("rejected".to_string(), finish)
             }
@@ -229,30 +223,16 @@ impl Model for ConformanceModel {
         None
     }
 
-    /// Summaries, and a turn without its context, which plays the unhandled scenario.
+    /// A turn plays the scenario its answered message's id names (the unhandled one when it
+    /// answers none); a summary is a fixed text.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let text = match request.purpose {
-            Purpose::Summary => format!("Summary of {} earlier messages.", request.messages.len()),
-            Purpose::Turn => Scenario::Unhandled.play("").0,
-        };
-        Ok(ModelReply {
-            text,
-            ..ModelReply::default()
-        })
-    }
-
-    async fn complete_turn(
-        &self,
-        request: &ModelRequest,
-        turn: &TurnContext<'_>,
-    ) -> Result<TurnReply, ModelError> {
         if request.purpose == Purpose::Summary {
-            return Ok(TurnReply {
-                reply: self.complete(request).await?,
-                finish: None,
+            return Ok(ModelReply {
+                text: format!("Summary of {} earlier messages.", request.messages.len()),
+                ..ModelReply::default()
             });
         }
-        let message_id = turn.message_id.unwrap_or_default();
+        let message_id = request.origin.message_id.as_deref().unwrap_or_default();
         let scenario = Scenario::of(message_id);
         let delay = scenario.delay();
         if !delay.is_zero() {
@@ -260,17 +240,15 @@ impl Model for ConformanceModel {
         }
         let (text, finish) = scenario.play(message_id);
         tracing::debug!(
-            task = turn.task_id,
+            task = request.origin.task_id,
             message_id,
             ?scenario,
             "conformance scenario"
         );
-        Ok(TurnReply {
-            reply: ModelReply {
-                text,
-                ..ModelReply::default()
-            },
-            finish: Some(finish),
+        Ok(ModelReply {
+            text,
+            finish,
+            ..ModelReply::default()
         })
     }
 }
@@ -278,6 +256,7 @@ impl Model for ConformanceModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Origin;
 
     fn request(purpose: Purpose) -> ModelRequest {
         ModelRequest {
@@ -286,20 +265,20 @@ mod tests {
             tools: Vec::new().into(),
             max_output_tokens: None,
             purpose,
+            ..ModelRequest::default()
         }
     }
 
-    async fn turn(message_id: &str) -> TurnReply {
-        let context = TurnContext {
-            task_id: "t",
-            message_id: Some(message_id),
-            effort: None,
-            turn: 0,
+    async fn turn(message_id: &str) -> ModelReply {
+        let request = ModelRequest {
+            origin: Origin {
+                task_id: "t".into(),
+                message_id: Some(message_id.into()),
+                turn: 0,
+            },
+            ..request(Purpose::Turn)
         };
-        ConformanceModel::new()
-            .complete_turn(&request(Purpose::Turn), &context)
-            .await
-            .unwrap()
+        ConformanceModel::new().complete(&request).await.unwrap()
     }
 
     #[test]
@@ -326,23 +305,22 @@ mod tests {
     #[tokio::test]
     async fn completion_answers_with_the_tck_text_and_no_artifact() {
         let reply = turn("tck-complete-task-1").await;
-        assert_eq!(reply.reply.text, COMPLETE_TEXT);
-        let finish = reply.finish.unwrap();
+        assert_eq!(reply.text, COMPLETE_TEXT);
+        let finish = reply.finish;
         assert_eq!(finish.state, FinishState::Completed);
         assert_eq!(finish.artifacts, Some(vec![]));
-        assert!(!finish.direct_message);
     }
 
     #[tokio::test]
     async fn file_scenarios_carry_bytes_or_a_url_with_name_and_media_type() {
-        let finish = turn("tck-artifact-file-1").await.finish.unwrap();
+        let finish = turn("tck-artifact-file-1").await.finish;
         let part = &finish.artifacts.unwrap()[0].parts[0];
         assert_eq!(part.raw.as_deref(), Some("dGNr"));
         assert_eq!(
             (part.filename.as_str(), part.media_type.as_str()),
             ("output.txt", "text/plain")
         );
-        let finish = turn("tck-artifact-file-url-1").await.finish.unwrap();
+        let finish = turn("tck-artifact-file-url-1").await.finish;
         let part = &finish.artifacts.unwrap()[0].parts[0];
         assert_eq!(part.url.as_deref(), Some(FILE_URL));
         assert_eq!(part.content_count(), 1);
@@ -350,7 +328,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_data_scenario_carries_the_object_the_tck_expects() {
-        let finish = turn("tck-artifact-data-1").await.finish.unwrap();
+        let finish = turn("tck-artifact-data-1").await.finish;
         let artifacts = finish.artifacts.unwrap();
         assert_eq!(
             artifacts[0].parts[0].data,
@@ -361,11 +339,11 @@ mod tests {
 
     #[tokio::test]
     async fn message_input_and_reject_scenarios_choose_how_the_task_ends() {
-        let finish = turn("tck-message-response-1").await.finish.unwrap();
-        assert!(finish.direct_message);
-        let finish = turn("tck-input-required-1").await.finish.unwrap();
+        let finish = turn("tck-message-response-1").await.finish;
+        assert_eq!(finish.state, FinishState::DirectMessage);
+        let finish = turn("tck-input-required-1").await.finish;
         assert_eq!(finish.state, FinishState::InputRequired);
-        let finish = turn("tck-reject-task-1").await.finish.unwrap();
+        let finish = turn("tck-reject-task-1").await.finish;
         assert_eq!(finish.state, FinishState::Rejected);
     }
 
@@ -385,20 +363,11 @@ mod tests {
 
     #[tokio::test]
     async fn summaries_are_plain_replies_without_a_finish() {
-        let context = TurnContext {
-            task_id: "t",
-            message_id: None,
-            effort: None,
-            turn: 0,
-        };
         let model = ConformanceModel::new();
-        let reply = model
-            .complete_turn(&request(Purpose::Summary), &context)
-            .await
-            .unwrap();
-        assert!(reply.finish.is_none());
-        assert!(reply.reply.text.starts_with("Summary of 0"));
+        let reply = model.complete(&request(Purpose::Summary)).await.unwrap();
+        assert_eq!(reply.finish, Finish::default());
+        assert!(reply.text.starts_with("Summary of 0"));
         let unhandled = turn("x-1").await;
-        assert!(unhandled.reply.text.contains("x-1"));
+        assert!(unhandled.text.contains("x-1"));
     }
 }

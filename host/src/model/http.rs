@@ -3,16 +3,18 @@
 //! loop can judge and cleaned by one [`Redactor`] before anything logs it.
 
 use crate::http_body::{Body, read_capped};
+use crate::text::log_field;
 use std::fmt;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use reqwest::{RequestBuilder, Response};
 use serde_json::Value;
+use tracing::Instrument;
 
-use super::ModelError;
 use super::redact::Redactor;
 use super::retry::{Failure, RetryPolicy, with_retries};
+use super::{ModelError, Origin};
 
 /// The largest answer read. A chat completion is kilobytes; a misbehaving or hostile endpoint
 /// must not be able to make the harness buffer without bound.
@@ -79,13 +81,21 @@ pub(crate) fn client() -> Result<reqwest::Client, String> {
 /// when the model was made, not per call). Every error leaving an attempt is cleaned by a [`Redactor`] of
 /// the credentials the request carries (the key masked wherever the endpoint echoed it, the
 /// text capped and escaped), so neither the retry loop's log lines nor the caller ever hold the
-/// raw text. Logs name the endpoint without the credentials its URL may hold.
+/// raw text. Logs name the endpoint without the credentials its URL may hold, inside a
+/// `model_call` span naming the task, the message and the turn the call is for (`origin`).
 pub(crate) async fn call<T>(
     settings: &HttpSettings,
     shown: &str,
+    origin: &Origin,
     request: impl Fn() -> RequestBuilder,
     parse: impl Fn(&Value) -> Result<T, ModelError>,
 ) -> Result<T, ModelError> {
+    let span = tracing::info_span!(
+        "model_call",
+        task = %log_field::escape(&origin.task_id),
+        message_id = origin.message_id.as_deref().map(log_field::escape).map(tracing::field::display),
+        turn = origin.turn,
+    );
     with_retries(&settings.retry, shown, || async {
         // Built only when an attempt failed: a successful call pays nothing for it.
         let redactor = || Redactor::new(credentials(settings, request()));
@@ -97,6 +107,7 @@ pub(crate) async fn call<T>(
             })?;
         parse(&answer).map_err(|err| Failure::from(err.redacted(&redactor())))
     })
+    .instrument(span)
     .await
 }
 

@@ -108,7 +108,7 @@ pub enum Purpose {
 }
 
 /// Everything one model call needs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ModelRequest {
     /// The static, cached prefix: sent as the system prompt / instructions. Shared, not copied:
     /// every turn of every task sends the same text.
@@ -123,6 +123,32 @@ pub struct ModelRequest {
     /// Why the call is made. The chat providers send both alike; the scripted and conformance
     /// models answer a summary with a fixed text instead of playing a reply.
     pub purpose: Purpose,
+    /// How hard to reason, when the task's trusted creator chose it; each chat provider is told
+    /// it its own way, and a model with no such setting answers as without it.
+    #[serde(default)]
+    pub effort: Option<Effort>,
+    /// The task turn the call is made for.
+    #[serde(default)]
+    pub origin: Origin,
+}
+
+/// The task turn a call is made for. Every provider names its calls by it: the chat providers
+/// open their call's log span with it (so a retry's log line, or a trace, ties the call to its
+/// task, to the participant message it answers and to its turn); the scripted model plays its
+/// script from `turn`, so a resumed task continues at the right reply; the conformance model
+/// keys its scenario on `message_id`, as the A2A TCK's agents do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Origin {
+    /// The task the call belongs to; empty for a call made for no task (`harness check`).
+    #[serde(default)]
+    pub task_id: String,
+    /// The id of the newest message from a participant, the one the turn answers; `None` when
+    /// the newest message the turn drained is not a participant's.
+    #[serde(default)]
+    pub message_id: Option<String>,
+    /// How many turn calls the task had recorded before this one.
+    #[serde(default)]
+    pub turn: usize,
 }
 
 /// Tokens a call used, as the provider reported them.
@@ -151,7 +177,7 @@ impl Usage {
 }
 
 /// What the model answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ModelReply {
     /// The reply text: the answer, when there are no tool calls.
     pub text: String,
@@ -161,24 +187,11 @@ pub struct ModelReply {
     /// What the call cost, counted against the task's token budget.
     #[serde(default)]
     pub usage: Usage,
-}
-
-/// What the engine knows about a turn beyond the request: the task, the id of the newest
-/// message from a participant, which the model answers, and the task's reasoning effort. Chat
-/// models use only the effort; the conformance model keys its behaviour on the message id, as
-/// the A2A TCK's agents do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TurnContext<'a> {
-    /// The task the turn belongs to.
-    pub task_id: &'a str,
-    /// The id of the newest message from a participant, the one the turn answers; `None` when
-    /// the newest message the turn drained is not a participant's.
-    pub message_id: Option<&'a str>,
-    /// How hard to reason, when the task's trusted creator chose it.
-    pub effort: Option<Effort>,
-    /// How many turn calls the task has recorded before this one: where a scripted model plays
-    /// its script from, so a resumed task continues at the right reply.
-    pub turn: usize,
+    /// How a final reply (one without tool calls) ends its task. Not journaled: it is applied
+    /// in the step that records the reply, or not at all (news that arrived during the call
+    /// sends the task round again).
+    #[serde(skip)]
+    pub finish: Finish,
 }
 
 /// The state a final reply leaves its task in.
@@ -187,9 +200,13 @@ pub enum FinishState {
     /// The task is done; the reply is its answer.
     #[default]
     Completed,
+    /// The task is done, and the reply is itself the answer, a direct `Message` rather than a
+    /// task's result: bindings that can (a blocking `SendMessage`) answer with the message
+    /// instead of the task.
+    DirectMessage,
     /// The reply is a question; the task waits for the requester's answer.
     InputRequired,
-    /// The agent declines the task.
+    /// The agent declines the task: a chat provider's refusal, or the conformance scenario.
     Rejected,
 }
 
@@ -197,15 +214,17 @@ impl FinishState {
     /// The A2A task state.
     pub fn task_state(self) -> TaskState {
         match self {
-            FinishState::Completed => TaskState::Completed,
+            FinishState::Completed | FinishState::DirectMessage => TaskState::Completed,
             FinishState::InputRequired => TaskState::InputRequired,
             FinishState::Rejected => TaskState::Rejected,
         }
     }
 }
 
-/// How a final reply (one without tool calls) ends its task, for models that say more than
-/// "complete the task with this text". [`Finish::default`] is exactly that default.
+/// How a final reply ends its task. [`Finish::default`], what a chat model's answer gets, is
+/// "completed, with an `answer` artifact holding the text"; a refusal is rejected; the
+/// conformance model plays every other ending A2A has, so the TCK drives the engine's whole
+/// ending path.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Finish {
     /// The state the task ends in.
@@ -213,19 +232,6 @@ pub struct Finish {
     /// The artifacts the task gets instead of the default `answer` artifact holding the reply
     /// text; `None` keeps the default, `Some(vec![])` adds none.
     pub artifacts: Option<Vec<Artifact>>,
-    /// The reply is itself the answer, a direct `Message` rather than a task's result: bindings
-    /// that can (a blocking `SendMessage`) answer with the message instead of the task.
-    pub direct_message: bool,
-}
-
-/// A turn's reply and, when the model chose one, how it ends the task.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct TurnReply {
-    /// What the model answered, as [`Model::complete`] returns it.
-    pub reply: ModelReply,
-    /// How a final reply ends the task; `None` for the default (completed, with an `answer`
-    /// artifact holding the text).
-    pub finish: Option<Finish>,
 }
 
 /// A language model the engine can call.
@@ -237,32 +243,6 @@ pub trait Model: Send + Sync {
     fn context_window(&self) -> Option<usize>;
     /// Makes one call, with the provider's retries.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError>;
-
-    /// Makes one call at a reasoning effort, told to the provider the way it takes it. The
-    /// default ignores the effort: a model with no such setting (scripted, a test double)
-    /// answers as [`Model::complete`] does.
-    async fn complete_with_effort(
-        &self,
-        request: &ModelRequest,
-        effort: Option<Effort>,
-    ) -> Result<ModelReply, ModelError> {
-        let _ = effort;
-        self.complete(request).await
-    }
-
-    /// Makes a task's turn call. The default is [`Model::complete_with_effort`] with the
-    /// default finish; a model that decides how its task ends, or needs the turn's context,
-    /// overrides it.
-    async fn complete_turn(
-        &self,
-        request: &ModelRequest,
-        turn: &TurnContext<'_>,
-    ) -> Result<TurnReply, ModelError> {
-        Ok(TurnReply {
-            reply: self.complete_with_effort(request, turn.effort).await?,
-            finish: None,
-        })
-    }
 }
 
 /// Shows the model's description, so structs holding an `Arc<dyn Model>` can derive `Debug`.

@@ -11,7 +11,10 @@ use serde_json::{Value, json};
 use super::build_error::ModelBuildError;
 use super::http::{self, HttpSettings};
 use super::shared_json::{SharedJson, Written};
-use super::{ChatMessage, Effort, Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
+use super::{
+    ChatMessage, Effort, Finish, FinishState, Model, ModelError, ModelReply, ModelRequest,
+    ToolCall, Usage,
+};
 
 /// The API root OpenAI's own clients use.
 pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -53,17 +56,12 @@ impl OpenAiModel {
         })
     }
 
-    /// The JSON body for one request with no reasoning effort, exactly as sent.
-    pub fn request_body(&self, request: &ModelRequest) -> Value {
-        self.request_body_at(request, None)
-    }
-
-    /// The JSON body for one request, exactly as sent: an effort goes in `reasoning_effort`,
+    /// The JSON body for one request, exactly as sent: its effort goes in `reasoning_effort`,
     /// the field reasoning models read (and compatible servers without reasoning ignore).
-    pub fn request_body_at(&self, request: &ModelRequest, effort: Option<Effort>) -> Value {
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
         // A body of strings, numbers and JSON values only: it always converts.
         self.shared_parts(request)
-            .and_then(|shared| serde_json::to_value(self.body(request, effort, &shared)))
+            .and_then(|shared| serde_json::to_value(self.body(request, &shared)))
             .unwrap_or(Value::Null)
     }
 
@@ -88,12 +86,7 @@ impl OpenAiModel {
     /// The body, borrowing the request's text and the shared parts as written: the
     /// instructions (the whole static prefix) and the tools' schemas go into the bytes sent as
     /// they were written for the first turn, never escaped or copied again per call.
-    fn body<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        effort: Option<Effort>,
-        shared: &'a Written,
-    ) -> Body<'a> {
+    fn body<'a>(&'a self, request: &'a ModelRequest, shared: &'a Written) -> Body<'a> {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.instructions.is_empty() {
             messages.push(Outgoing::System {
@@ -117,12 +110,12 @@ impl OpenAiModel {
             tools,
             max_tokens,
             max_completion_tokens,
-            reasoning_effort: effort.map(Effort::as_str),
+            reasoning_effort: request.effort.map(Effort::as_str),
         }
     }
 }
 
-/// A chat-completions request body; see [`OpenAiModel::request_body_at`].
+/// A chat-completions request body; see [`OpenAiModel::request_body`].
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
@@ -202,6 +195,12 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
         .pointer("/choices/0/message")
         .ok_or_else(|| missing("choices[0].message", body))?;
     let text = text_of(message.get("content").unwrap_or(&Value::Null))?;
+    // A refusal comes in its own field, the content left empty: the task is declined, and the
+    // refusal is what its requester reads.
+    let refusal = message
+        .get("refusal")
+        .and_then(Value::as_str)
+        .filter(|refusal| !refusal.is_empty());
     let mut tool_calls = Vec::new();
     if let Some(calls) = message.get("tool_calls").filter(|v| !v.is_null()) {
         let calls = calls
@@ -218,6 +217,16 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
             .and_then(Value::as_u64)
             .unwrap_or(0)
     };
+    let (text, finish) = match refusal {
+        Some(refusal) if text.is_empty() && tool_calls.is_empty() => (
+            refusal.to_string(),
+            Finish {
+                state: FinishState::Rejected,
+                ..Finish::default()
+            },
+        ),
+        _ => (text, Finish::default()),
+    };
     Ok(ModelReply {
         text,
         tool_calls,
@@ -225,6 +234,7 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
             input_tokens: count("prompt_tokens"),
             output_tokens: count("completion_tokens"),
         },
+        finish,
     })
 }
 
@@ -288,18 +298,10 @@ impl Model for OpenAiModel {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        self.complete_with_effort(request, None).await
-    }
-
-    async fn complete_with_effort(
-        &self,
-        request: &ModelRequest,
-        effort: Option<Effort>,
-    ) -> Result<ModelReply, ModelError> {
         // Written once, straight from the request; each attempt sends the same bytes.
         let body = self
             .shared_parts(request)
-            .and_then(|shared| serde_json::to_vec(&self.body(request, effort, &shared)))
+            .and_then(|shared| serde_json::to_vec(&self.body(request, &shared)))
             .map(bytes::Bytes::from)
             .map_err(|err| ModelError::Transport {
                 detail: format!("the request could not be written as JSON: {err}"),
@@ -316,7 +318,14 @@ impl Model for OpenAiModel {
                 None => post,
             }
         };
-        http::call(&self.settings, &self.shown, post, parse_reply).await
+        http::call(
+            &self.settings,
+            &self.shown,
+            &request.origin,
+            post,
+            parse_reply,
+        )
+        .await
     }
 }
 
@@ -347,6 +356,7 @@ mod tests {
             tools: Vec::new().into(),
             max_output_tokens: None,
             purpose: Default::default(),
+            ..ModelRequest::default()
         }
     }
 
@@ -368,7 +378,10 @@ mod tests {
     #[test]
     fn an_effort_is_sent_as_reasoning_effort_and_none_sends_no_field() {
         let model = model("http://127.0.0.1:11434/v1");
-        let body = model.request_body_at(&request(), Some(Effort::High));
+        let body = model.request_body(&ModelRequest {
+            effort: Some(Effort::High),
+            ..request()
+        });
         assert_eq!(body["reasoning_effort"], "high");
         assert!(
             model

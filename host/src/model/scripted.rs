@@ -11,9 +11,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{
-    Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall, TurnContext, TurnReply, Usage,
-};
+use super::{Finish, Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall, Usage};
 
 /// Why a script could not be loaded. Every message names the file, and the dotted key where
 /// there is one, so a typo in a demo script is found without reading the parser.
@@ -269,6 +267,7 @@ impl ScriptedModel {
                 input_tokens: reply.usage.input_tokens,
                 output_tokens: reply.usage.output_tokens,
             },
+            finish: Finish::default(),
         })
     }
 }
@@ -283,23 +282,10 @@ impl Model for ScriptedModel {
         self.context_window
     }
 
-    /// A call without a turn's context (a summary, or a caller that is no task) plays the
-    /// script from its start.
+    /// Plays the reply at the task's recorded turn count (`origin.turn`), so a resumed task
+    /// continues where it stopped; a call made for no task plays the script from its start.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        self.play(request, 0).await
-    }
-
-    /// A task's turn plays the reply at the task's recorded turn count, so a resumed task
-    /// continues where it stopped.
-    async fn complete_turn(
-        &self,
-        request: &ModelRequest,
-        turn: &TurnContext<'_>,
-    ) -> Result<TurnReply, ModelError> {
-        Ok(TurnReply {
-            reply: self.play(request, turn.turn).await?,
-            finish: None,
-        })
+        self.play(request, request.origin.turn).await
     }
 }
 
@@ -346,21 +332,20 @@ usage = { input_tokens = 1200, output_tokens = 30 }
             tools: Vec::new().into(),
             max_output_tokens: None,
             purpose,
+            ..ModelRequest::default()
         }
     }
 
     async fn turn(model: &ScriptedModel, turn: usize) -> ModelReply {
-        let context = TurnContext {
-            task_id: "t",
-            message_id: None,
-            effort: None,
-            turn,
+        let request = ModelRequest {
+            origin: crate::model::Origin {
+                task_id: "t".into(),
+                message_id: None,
+                turn,
+            },
+            ..request(Purpose::Turn)
         };
-        model
-            .complete_turn(&request(Purpose::Turn), &context)
-            .await
-            .unwrap()
-            .reply
+        model.complete(&request).await.unwrap()
     }
 
     #[tokio::test]

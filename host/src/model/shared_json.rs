@@ -83,6 +83,7 @@ mod tests {
             tools: tools.clone(),
             max_output_tokens: None,
             purpose: Default::default(),
+            ..ModelRequest::default()
         }
     }
 

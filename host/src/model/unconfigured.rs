@@ -53,6 +53,7 @@ mod tests {
             tools: Vec::new().into(),
             max_output_tokens: None,
             purpose: Default::default(),
+            ..ModelRequest::default()
         };
         let err = model.complete(&request).await.unwrap_err();
         assert!(matches!(err, ModelError::NotConfigured(_)));

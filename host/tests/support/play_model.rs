@@ -6,9 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tiny_harness::model::{
-    Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall, TurnContext, TurnReply,
-};
+use tiny_harness::model::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall};
 
 /// Plays `replies[turn]` (the task's recorded turn count); a summary request gets a fixed
 /// summary.
@@ -86,7 +84,7 @@ impl PlayModel {
         self.turns.lock().unwrap().clone()
     }
 
-    /// The participant message each turn call answered (`TurnContext::message_id`), in order.
+    /// The participant message each turn call answered (`Origin::message_id`), in order.
     pub fn message_ids(&self) -> Vec<Option<String>> {
         self.message_ids.lock().unwrap().clone()
     }
@@ -101,23 +99,14 @@ impl Model for PlayModel {
         None
     }
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        self.play(request, 0).await
-    }
-
-    async fn complete_turn(
-        &self,
-        request: &ModelRequest,
-        turn: &TurnContext<'_>,
-    ) -> Result<TurnReply, ModelError> {
-        self.turns.lock().unwrap().push(turn.turn);
-        self.message_ids
-            .lock()
-            .unwrap()
-            .push(turn.message_id.map(str::to_string));
-        Ok(TurnReply {
-            reply: self.play(request, turn.turn).await?,
-            finish: None,
-        })
+        if request.purpose == Purpose::Turn {
+            self.turns.lock().unwrap().push(request.origin.turn);
+            self.message_ids
+                .lock()
+                .unwrap()
+                .push(request.origin.message_id.clone());
+        }
+        self.play(request, request.origin.turn).await
     }
 }
 
@@ -160,5 +149,6 @@ pub fn tool_reply(name: &str, args: serde_json::Value) -> ModelReply {
             arguments: args.to_string(),
         }],
         usage: Default::default(),
+        ..ModelReply::default()
     }
 }

@@ -2,11 +2,12 @@
 //! journaled. Apart from the model's turn, which decides when it is due.
 
 use super::append_unjournaled;
+use super::model_turn::Call;
 use crate::context::compaction::summary_request;
 use crate::engine::budget;
 use crate::engine::journal::{JournalEntry, Replay};
 use crate::engine::shared::{Shared, StepError};
-use crate::model::{Effort, Model};
+use crate::model::Model;
 use crate::tasks::hub::Change;
 
 /// Folds the oldest history into a summary, asked of the task's own model at its effort, in a
@@ -14,14 +15,14 @@ use crate::tasks::hub::Change;
 pub(super) async fn compact(
     shared: &Shared,
     model: &dyn Model,
-    effort: Option<Effort>,
+    call: &Call,
     id: &str,
     replay: &mut Replay,
     cut: usize,
     budget_tokens: usize,
 ) -> Result<(), StepError> {
     let folded = &replay.live_history()[..cut];
-    let request = summary_request(
+    let mut request = summary_request(
         replay.summary.as_deref(),
         folded,
         shared.settings.max_output_tokens,
@@ -35,7 +36,9 @@ pub(super) async fn compact(
             _ => 0,
         })
         .sum();
-    let reply = model.complete_with_effort(&request, effort).await?;
+    request.effort = call.effort;
+    request.origin = call.origin.clone();
+    let reply = model.complete(&request).await?;
     let usage = replay.usage.plus(reply.usage);
     let entry = JournalEntry::Compaction {
         summary: reply.text,

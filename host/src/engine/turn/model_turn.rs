@@ -15,7 +15,7 @@ use crate::engine::inbox::has_unread;
 use crate::engine::journal::{JournalEntry, Replay};
 use crate::engine::shared::{Shared, Step, StepError};
 use crate::engine::status::{fail, finish_task};
-use crate::model::{Effort, Finish, Model, ModelReply, ModelRequest, TurnContext, TurnReply};
+use crate::model::{Effort, Model, ModelReply, ModelRequest, Origin};
 use crate::protocol::types::Role;
 use crate::records::record::TaskRecord;
 use crate::store::StoreError;
@@ -37,23 +37,33 @@ pub(super) async fn take_turn(
         .reasoning_effort
         .as_deref()
         .and_then(Effort::parse);
-    let request = assemble_request(shared, record, replay);
+    let origin = Origin {
+        task_id: id.to_string(),
+        message_id: newest_inbound_id(&shared.hub, id, replay)?,
+        turn: replay.turn_calls,
+    };
+    let mut request = assemble_request(shared, record, replay);
     let size = RequestSize::of(&request);
-    if let Some(exit) = fit_or_compact(shared, &*model, effort, id, replay, size).await? {
+    let call = Call { effort, origin };
+    if let Some(exit) = fit_or_compact(shared, &*model, &call, id, replay, size).await? {
         return Ok(exit);
     }
     if let Some(exit) = check_next_call(&shared.hub, id, token_budget, held, replay, size).await? {
         return Ok(exit);
     }
-    let message_id = newest_inbound_id(&shared.hub, id, replay)?;
-    let turn = TurnContext {
-        task_id: id,
-        message_id: message_id.as_deref(),
-        effort,
-        turn: replay.turn_calls,
-    };
-    let TurnReply { reply, finish } = model.complete_turn(&request, &turn).await?;
-    Ok(record_reply(shared, id, replay, reply, finish).await?)
+    request.effort = call.effort;
+    request.origin = call.origin;
+    let reply = model.complete(&request).await?;
+    Ok(record_reply(shared, id, replay, reply).await?)
+}
+
+/// What a turn's calls are told beside their messages: the task's effort and the turn they are
+/// for. The summary call of a compaction is made at the same.
+pub(super) struct Call {
+    /// How hard to reason, as the task's brief set it.
+    pub(super) effort: Option<Effort>,
+    /// The task, the message answered and the turn.
+    pub(super) origin: Origin,
 }
 
 /// The request of the task's next turn: the static prefix, its per-task sections and its live
@@ -81,7 +91,7 @@ fn assemble_request(shared: &Shared, record: &TaskRecord, replay: &Replay) -> Mo
 async fn fit_or_compact(
     shared: &Shared,
     model: &dyn Model,
-    effort: Option<Effort>,
+    call: &Call,
     id: &str,
     replay: &mut Replay,
     size: RequestSize,
@@ -94,7 +104,7 @@ async fn fit_or_compact(
         cut,
     ) {
         (Fit::Compact, Some(cut)) => {
-            compact(shared, model, effort, id, replay, cut, limit).await?;
+            compact(shared, model, call, id, replay, cut, limit).await?;
             return Ok(Some(Step::Continue));
         }
         (Fit::Over(reason), _) => {
@@ -136,7 +146,6 @@ async fn record_reply(
     id: &str,
     replay: &mut Replay,
     reply: ModelReply,
-    finish: Option<Finish>,
 ) -> Result<Step, StoreError> {
     let hub = &shared.hub;
     let usage = replay.usage.plus(reply.usage);
@@ -171,7 +180,7 @@ async fn record_reply(
                 && !has_open_subtasks(rec)
                 && !has_unread(tx, &id, read_through)?
             {
-                finish_task(rec, tx, &reply.text, &finish.unwrap_or_default())?;
+                finish_task(rec, tx, &reply.text, &reply.finish)?;
             }
             Ok(())
         })

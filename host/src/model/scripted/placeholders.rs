@@ -119,6 +119,7 @@ mod tests {
             tools: Vec::new().into(),
             max_output_tokens: None,
             purpose: Purpose::Turn,
+            ..ModelRequest::default()
         }
     }
 
