@@ -3,21 +3,21 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
-use tiny_harness::agents::{Caps, Registry, build_roster, render_agents};
-use tiny_harness::config::Config;
-use tiny_harness::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
-use tiny_harness::engine::ToolHost;
-use tiny_harness::plugins::{PluginHost, PluginSettings};
-use tiny_harness::protocol::card::default_card;
-use tiny_harness::protocol::types::{TaskState, TaskStatus};
-use tiny_harness::runtime::prompt_context;
+use tiny_harness::app::runtime::prompt_context;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::protocol::card::default_card;
+use tiny_harness::base::protocol::types::{TaskState, TaskStatus};
+use tiny_harness::work::agents::{Caps, Registry, build_roster, render_agents};
+use tiny_harness::work::context::{StaticPrefix, TurnInput, assemble, estimate_tokens};
+use tiny_harness::work::engine::ToolHost;
+use tiny_harness::work::plugins::{PluginHost, PluginSettings};
 
 mod support {
     pub mod history;
 }
 use support::history::history;
-use tiny_harness::records::extension::TaskExtension;
-use tiny_harness::records::record::TaskRecord;
+use tiny_harness::state::records::extension::TaskExtension;
+use tiny_harness::state::records::record::TaskRecord;
 
 fn benches(c: &mut Criterion) {
     let own = default_card("http://127.0.0.1:8080");
@@ -28,7 +28,7 @@ fn benches(c: &mut Criterion) {
         .block_on(PluginHost::load(
             &PluginSettings::default(),
             &prompt_context(&Config::default(), &roster, &Default::default()),
-            std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+            std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
         ))
         .expect("the builtin loads");
     let prompt = host.prompt().render();
@@ -54,7 +54,7 @@ fn benches(c: &mut Criterion) {
         // Each item cleaned once, when recorded, as the engine's replay does.
         let items: Vec<_> = history(turns)
             .iter()
-            .map(tiny_harness::context::HistoryItem::to_message)
+            .map(tiny_harness::work::context::HistoryItem::to_message)
             .collect();
         c.bench_function(&format!("assemble_turn_{turns}_tool_calls"), |b| {
             b.iter(|| {

@@ -5,14 +5,14 @@
 use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use tiny_harness::config::Config;
-use tiny_harness::engine::{ToolContext, ToolHost};
-use tiny_harness::model::ToolCall;
-use tiny_harness::plugins::{CallLimits, PluginHost, PluginSettings};
-use tiny_harness::protocol::types::TaskStatus;
-use tiny_harness::records::extension::TaskExtension;
-use tiny_harness::records::record::TaskRecord;
-use tiny_harness::runtime::offline_prompt_context;
+use tiny_harness::app::runtime::offline_prompt_context;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::ToolCall;
+use tiny_harness::base::protocol::types::TaskStatus;
+use tiny_harness::state::records::extension::TaskExtension;
+use tiny_harness::state::records::record::TaskRecord;
+use tiny_harness::work::engine::{ToolContext, ToolHost};
+use tiny_harness::work::plugins::{CallLimits, PluginHost, PluginSettings};
 
 #[path = "../tests/support/fixtures.rs"]
 mod fixtures;
@@ -38,7 +38,7 @@ fn benches(c: &mut Criterion) {
         .block_on(PluginHost::load(
             &settings(None, None),
             &ctx,
-            std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+            std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
         ))
         .expect("builtin");
     let toolbox = builtin.toolbox();
@@ -98,7 +98,7 @@ fn benches(c: &mut Criterion) {
                             Some(cache.path().to_path_buf()),
                         ),
                         &ctx,
-                        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+                        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
                     ))
                     .expect("load")
             },
@@ -114,7 +114,7 @@ fn benches(c: &mut Criterion) {
         .block_on(PluginHost::load(
             &warm,
             &ctx,
-            std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+            std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
         ))
         .expect("prime");
     group.bench_function("from_compile_cache", |b| {
@@ -123,7 +123,7 @@ fn benches(c: &mut Criterion) {
                 .block_on(PluginHost::load(
                     &warm,
                     &ctx,
-                    std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+                    std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
                 ))
                 .expect("load")
         })

@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant};
 
-use tiny_harness::agents::{Caps, Registry, build_roster, render_agents};
-use tiny_harness::config::AgentConfig;
-use tiny_harness::protocol::card::default_card;
+use tiny_harness::base::config::AgentConfig;
+use tiny_harness::base::protocol::card::default_card;
+use tiny_harness::work::agents::{Caps, Registry, build_roster, render_agents};
 
 mod support {
     pub mod cards;

@@ -16,20 +16,22 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use tiny_harness::agents::{Caps, Registry, Roster, build_roster, render_agents};
-use tiny_harness::config::{AgentConfig, Config};
-use tiny_harness::context::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
-use tiny_harness::engine::journal::JournalEntry;
-use tiny_harness::engine::{Effect, HostEffects, ToolContext, ToolHost, ToolOutcome};
-use tiny_harness::model::{ChatMessage, ModelReply, ToolCall, ToolSpec};
-use tiny_harness::plugins::{PluginHost, PluginSettings};
-use tiny_harness::protocol::card::default_card;
-use tiny_harness::protocol::types::{Message, Part, Role, TaskState, TaskStatus};
-use tiny_harness::records::extension::TaskExtension;
-use tiny_harness::records::record::TaskRecord;
-use tiny_harness::runtime::prompt_context;
-use tiny_harness::store::Store;
-use tiny_harness::tasks::hub::TaskHub;
+use tiny_harness::app::runtime::prompt_context;
+use tiny_harness::base::config::{AgentConfig, Config};
+use tiny_harness::base::model::{ChatMessage, ModelReply, ToolCall, ToolSpec};
+use tiny_harness::base::protocol::card::default_card;
+use tiny_harness::base::protocol::types::{Message, Part, Role, TaskState, TaskStatus};
+use tiny_harness::state::records::extension::TaskExtension;
+use tiny_harness::state::records::record::TaskRecord;
+use tiny_harness::state::store::Store;
+use tiny_harness::state::tasks::hub::TaskHub;
+use tiny_harness::work::agents::{Caps, Registry, Roster, build_roster, render_agents};
+use tiny_harness::work::context::{
+    HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens,
+};
+use tiny_harness::work::engine::journal::JournalEntry;
+use tiny_harness::work::engine::{Effect, HostEffects, ToolContext, ToolHost, ToolOutcome};
+use tiny_harness::work::plugins::{PluginHost, PluginSettings};
 
 /// The allocator the `harness` binary runs with, so the turn costs here what it costs there.
 #[global_allocator]

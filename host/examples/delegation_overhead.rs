@@ -10,9 +10,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tiny_harness::config::Config;
-use tiny_harness::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall};
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::{
+    ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall,
+};
 
 const DEFAULT_TASKS: usize = 200;
 const CHILD_GOAL: &str = "Answer the question in a clean context.";

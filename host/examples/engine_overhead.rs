@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tiny_harness::config::Config;
-use tiny_harness::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall};
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::{
+    ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall,
+};
 
 const DEFAULT_TASKS: usize = 200;
 

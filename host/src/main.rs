@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use tiny_harness::operator;
-use tiny_harness::runtime::{Runtime, StartError, load_config};
+use tiny_harness::app::operator;
+use tiny_harness::app::runtime::{Runtime, StartError, load_config};
 
 /// A request allocates and frees many small values (JSON, records, events) on several threads;
 /// mimalloc's per-thread heaps serve them with less work and contention than the system's.
@@ -85,7 +85,7 @@ fn main() -> ExitCode {
                         | StartError::StoreInUse(_)
                 )
             }) || err
-                .downcast_ref::<tiny_harness::config::ConfigError>()
+                .downcast_ref::<tiny_harness::base::config::ConfigError>()
                 .is_some();
             if is_config {
                 ExitCode::from(EXIT_CONFIG)

@@ -9,9 +9,9 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use a2a_support::{HOLD, PANIC_ID, Server, error_code, error_message, send_request, task_of};
-use tiny_harness::protocol::requests::ListTasksRequest;
-use tiny_harness::protocol::types::{StreamResponse, TaskState};
-use tiny_harness::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
+use tiny_harness::base::protocol::requests::ListTasksRequest;
+use tiny_harness::base::protocol::types::{StreamResponse, TaskState};
+use tiny_harness::state::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 
 #[tokio::test]
 async fn the_card_describes_a_streaming_jsonrpc_agent_with_the_optional_task_extension() {

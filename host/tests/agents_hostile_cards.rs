@@ -5,7 +5,7 @@
 
 mod agents_support;
 
-use tiny_harness::protocol::types::TaskState;
+use tiny_harness::base::protocol::types::TaskState;
 
 use agents_support::{
     CardServer, Harness, StubModel, agents_config, agents_section, card_json, instructions,

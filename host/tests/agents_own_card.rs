@@ -6,8 +6,8 @@ mod agents_support;
 
 use std::process::Command;
 
-use tiny_harness::agents::own_card::{DEFAULT_SKILL_ID, default_skill};
-use tiny_harness::protocol::card::default_card;
+use tiny_harness::base::protocol::card::default_card;
+use tiny_harness::work::agents::own_card::{DEFAULT_SKILL_ID, default_skill};
 
 use agents_support::{Harness, StubModel, agents_config, agents_section, instructions};
 
@@ -70,7 +70,7 @@ async fn without_card_the_served_card_is_the_default_one_with_the_default_skill(
         "the default skill carries its examples"
     );
     assert_eq!(
-        tiny_harness::protocol::card::AgentCard {
+        tiny_harness::base::protocol::card::AgentCard {
             skills: default.skills.clone(),
             ..card
         },

@@ -10,10 +10,10 @@ mod support {
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tiny_harness::agents::{CardProblem, Discovery, FetchError, Refusal, Registry};
-use tiny_harness::config::AgentConfig;
-use tiny_harness::protocol::card::default_card;
-use tiny_harness::records::extension::EXTENSION_URI;
+use tiny_harness::base::config::AgentConfig;
+use tiny_harness::base::protocol::card::default_card;
+use tiny_harness::state::records::extension::EXTENSION_URI;
+use tiny_harness::work::agents::{CardProblem, Discovery, FetchError, Refusal, Registry};
 
 use agents_support::{Behaviour, CardServer, Gate, card_json, closed_port_url};
 
@@ -196,7 +196,7 @@ async fn an_agent_whose_card_points_back_at_this_harness_is_not_registered_and_t
 
 #[tokio::test]
 async fn a_card_larger_than_the_body_cap_is_refused_without_being_read_whole() {
-    let huge = "x".repeat(tiny_harness::agents::card_fetch::MAX_CARD_BYTES + 1);
+    let huge = "x".repeat(tiny_harness::work::agents::card_fetch::MAX_CARD_BYTES + 1);
     let big = CardServer::card(move |url| card_json(url, "Big", &huge, &[])).await;
     let discovery = discover(&[agent("big", &big.url)]).await;
     assert_eq!(

@@ -6,7 +6,7 @@
 mod agents_support;
 
 use serde_json::json;
-use tiny_harness::protocol::types::TaskState;
+use tiny_harness::base::protocol::types::TaskState;
 
 use agents_support::{
     CardServer, Harness, Reply, StubModel, agents_config, agents_section, card_json,

@@ -62,7 +62,7 @@ async fn unknown_agent_ids_list_the_valid_ids_and_create_and_contact_nothing() {
     let task = harness.run_task("What is the balance of account 7?").await;
     assert_eq!(
         task.status.state,
-        tiny_harness::protocol::types::TaskState::Completed
+        tiny_harness::base::protocol::types::TaskState::Completed
     );
 
     let results = tool_results(&model);

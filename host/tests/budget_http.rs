@@ -11,8 +11,10 @@ use std::sync::Arc;
 use serde_json::json;
 
 use delegation_support::*;
-use tiny_harness::model::{ChatMessage, Model, ModelReply, ModelRequest, ScriptedModel, Usage};
-use tiny_harness::protocol::types::TaskState;
+use tiny_harness::base::model::{
+    ChatMessage, Model, ModelReply, ModelRequest, ScriptedModel, Usage,
+};
+use tiny_harness::base::protocol::types::TaskState;
 
 /// `reply` reporting `input_tokens` and `output_tokens` used.
 fn costing(mut reply: ModelReply, input_tokens: u64, output_tokens: u64) -> ModelReply {
@@ -138,15 +140,18 @@ async fn a_parent_past_its_budget_fails_and_its_open_child_is_canceled() {
 /// A tool result as the tool wrote it, without the untrusted block around it.
 fn bare(content: &str) -> String {
     let body = content.trim_end_matches("\n</untrusted>");
-    body.split_once(&format!("{}\n", tiny_harness::context::UNTRUSTED_PREAMBLE))
-        .map(|(_, text)| text.to_string())
-        .unwrap_or_else(|| body.to_string())
+    body.split_once(&format!(
+        "{}\n",
+        tiny_harness::work::context::UNTRUSTED_PREAMBLE
+    ))
+    .map(|(_, text)| text.to_string())
+    .unwrap_or_else(|| body.to_string())
 }
 
 /// A model that reports what a real one would: the request's estimated size as its input, and
 /// a hundred tokens of output.
 fn realistic(reply: ModelReply, request: &ModelRequest) -> ModelReply {
-    let input = tiny_harness::context::estimate_tokens(request) as u64;
+    let input = tiny_harness::work::context::estimate_tokens(request) as u64;
     costing(reply, input, 100)
 }
 
@@ -236,7 +241,7 @@ async fn a_budgeted_tree_with_bounded_fan_out_spends_no_more_than_its_root_budge
     let largest_call = model
         .requests()
         .iter()
-        .map(|r| tiny_harness::context::estimate_tokens(r) as u64 + 100)
+        .map(|r| tiny_harness::work::context::estimate_tokens(r) as u64 + 100)
         .max()
         .unwrap();
     let results: Vec<String> = model

@@ -7,10 +7,12 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tiny_harness::config::Config;
-use tiny_harness::context::StaticPrefix;
-use tiny_harness::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall};
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::{
+    ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall,
+};
+use tiny_harness::work::context::StaticPrefix;
 
 /// Attaches a plan on a task's first turn, answers on its second; keeps every request's
 /// instructions.

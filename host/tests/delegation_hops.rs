@@ -21,14 +21,14 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use delegation_support::*;
-use tiny_harness::agents::client::{A2aClient, ClientError};
-use tiny_harness::model::ModelRequest;
-use tiny_harness::protocol::requests::{
+use tiny_harness::base::model::ModelRequest;
+use tiny_harness::base::protocol::requests::{
     ListTasksRequest, SendMessageConfiguration, SendMessageRequest,
 };
-use tiny_harness::protocol::types::{Message, Part, Role, SendMessageResponse, TaskState};
-use tiny_harness::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
-use tiny_harness::tasks::hops::{CYCLE_REASON, HOPS_REASON, METADATA_KEY, REFUSAL_KEY};
+use tiny_harness::base::protocol::types::{Message, Part, Role, SendMessageResponse, TaskState};
+use tiny_harness::state::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
+use tiny_harness::state::tasks::hops::{CYCLE_REASON, HOPS_REASON, METADATA_KEY, REFUSAL_KEY};
+use tiny_harness::work::agents::client::{A2aClient, ClientError};
 
 /// How long a liveness check waits for an answer: a harness that stopped serving never answers,
 /// so this guards against a hang and is no measure of speed (the time taken is printed).

@@ -20,8 +20,8 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use delegation_support::*;
-use tiny_harness::model::{ChatMessage, ModelRequest};
-use tiny_harness::protocol::types::TaskState;
+use tiny_harness::base::model::{ChatMessage, ModelRequest};
+use tiny_harness::base::protocol::types::TaskState;
 
 /// What a child's agent sends back: text that tries to leave its untrusted block and take over
 /// the parent's system prompt.

@@ -13,10 +13,10 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use delegation_support::*;
-use tiny_harness::model::ModelRequest;
-use tiny_harness::protocol::requests::ListTasksRequest;
-use tiny_harness::protocol::types::TaskState;
-use tiny_harness::records::extension::ENVELOPE_MEDIA_TYPE;
+use tiny_harness::base::model::ModelRequest;
+use tiny_harness::base::protocol::requests::ListTasksRequest;
+use tiny_harness::base::protocol::types::TaskState;
+use tiny_harness::state::records::extension::ENVELOPE_MEDIA_TYPE;
 
 const FIGURE: &str = "Balance of ACME-001 on 31 March: 1,250.00 EUR";
 
@@ -384,7 +384,7 @@ async fn cancelling_the_parent_cancels_each_open_child_on_its_own_server() {
         let results = request
             .messages
             .iter()
-            .filter(|m| matches!(m, tiny_harness::model::ChatMessage::Tool { .. }))
+            .filter(|m| matches!(m, tiny_harness::base::model::ChatMessage::Tool { .. }))
             .count();
         match results {
             0 => Answer::Reply(tool(

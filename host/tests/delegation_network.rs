@@ -14,8 +14,8 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use delegation_support::*;
-use tiny_harness::model::{ChatMessage, ModelRequest};
-use tiny_harness::protocol::types::TaskState;
+use tiny_harness::base::model::{ChatMessage, ModelRequest};
+use tiny_harness::base::protocol::types::TaskState;
 
 /// The id every stub agent gives every task it creates.
 const STUB_TASK_ID: &str = "task-1";

@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use delegation_support::*;
-use tiny_harness::model::ModelRequest;
-use tiny_harness::protocol::types::TaskState;
+use tiny_harness::base::model::ModelRequest;
+use tiny_harness::base::protocol::types::TaskState;
 
 const FIGURE: &str = "Balance of ACME-001 on 31 March: 1,250.00 EUR";
 

@@ -5,23 +5,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tiny_harness::context::StaticPrefix;
-use tiny_harness::engine::journal::JournalEntry;
-use tiny_harness::engine::{EmbeddedEngine, EngineSettings};
-use tiny_harness::model::{ChatMessage, Model, ModelReply, Models, Purpose};
-use tiny_harness::plugins::{PluginHost, PluginSettings};
-use tiny_harness::protocol::requests::SendMessageRequest;
-use tiny_harness::protocol::types::{Message, Part, Role, StreamResponse, Task, TaskState};
-use tiny_harness::runtime::offline_prompt_context;
-use tiny_harness::store::Store;
+use tiny_harness::app::runtime::offline_prompt_context;
+use tiny_harness::base::model::{ChatMessage, Model, ModelReply, Models, Purpose};
+use tiny_harness::base::protocol::requests::SendMessageRequest;
+use tiny_harness::base::protocol::types::{Message, Part, Role, StreamResponse, Task, TaskState};
+use tiny_harness::state::store::Store;
+use tiny_harness::work::context::StaticPrefix;
+use tiny_harness::work::engine::journal::JournalEntry;
+use tiny_harness::work::engine::{EmbeddedEngine, EngineSettings};
+use tiny_harness::work::plugins::{PluginHost, PluginSettings};
 
 mod support {
     pub mod play_model;
 }
 use support::play_model::{PlayModel, reply, tool_reply};
-use tiny_harness::tasks::creator::BriefRules;
-use tiny_harness::tasks::hub::TaskHub;
-use tiny_harness::tasks::{Caller, TaskService, Tasks};
+use tiny_harness::state::tasks::creator::BriefRules;
+use tiny_harness::state::tasks::hub::TaskHub;
+use tiny_harness::state::tasks::{Caller, TaskService, Tasks};
 
 struct Harness {
     tasks: Arc<Tasks>,
@@ -41,11 +41,11 @@ fn settings() -> EngineSettings {
 }
 
 /// The real tools: the builtin plugin through the plugin host.
-async fn builtin_tools() -> Arc<dyn tiny_harness::engine::ToolHost> {
+async fn builtin_tools() -> Arc<dyn tiny_harness::work::engine::ToolHost> {
     let host = PluginHost::load(
         &PluginSettings::default(),
-        &offline_prompt_context(&tiny_harness::config::Config::default()),
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        &offline_prompt_context(&tiny_harness::base::config::Config::default()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .expect("the builtin plugin loads");
@@ -645,7 +645,7 @@ async fn a_task_on_a_named_model_has_its_turns_and_its_summaries_made_by_that_mo
     let mut request = user_message("", "");
     request.message.parts = vec![Part::data(
         json!({"kind": "task", "payload": {"name": "grow", "goal": "grow the context", "model": "deep"}}),
-        tiny_harness::records::extension::ENVELOPE_MEDIA_TYPE,
+        tiny_harness::state::records::extension::ENVELOPE_MEDIA_TYPE,
     )];
     let delegator = Caller::delegator("front-desk");
     let sub = h.tasks.send_message(&delegator, request).await.unwrap();
@@ -711,8 +711,8 @@ impl Model for LinksSubtask {
     }
     async fn complete(
         &self,
-        request: &tiny_harness::model::ModelRequest,
-    ) -> Result<ModelReply, tiny_harness::model::ModelError> {
+        request: &tiny_harness::base::model::ModelRequest,
+    ) -> Result<ModelReply, tiny_harness::base::model::ModelError> {
         let ChatMessage::User { content } = &request.messages[0] else {
             unreachable!()
         };
@@ -722,17 +722,19 @@ impl Model for LinksSubtask {
             .unwrap_or_default()
             .to_string();
         let hub = self.hub.get().expect("hub set");
-        let tasks = hub.store().list_tasks(&tiny_harness::store::TaskFilter {
-            participant_id: "user".into(),
-            limit: 10,
-            ..Default::default()
-        });
+        let tasks = hub
+            .store()
+            .list_tasks(&tiny_harness::state::store::TaskFilter {
+                participant_id: "user".into(),
+                limit: 10,
+                ..Default::default()
+            });
         let task_id = tasks.unwrap().tasks[0].id.clone();
         hub.change(&task_id, move |record, _| {
             record
                 .ext
                 .sub_tasks
-                .push(tiny_harness::records::extension::TaskLink {
+                .push(tiny_harness::state::records::extension::TaskLink {
                     task_id: format!("child-of-{id}"),
                     agent: None,
                     state: Some("TASK_STATE_WORKING".into()),
@@ -797,7 +799,7 @@ async fn a_task_does_not_complete_while_a_sub_task_is_open() {
     })
     .await
     .unwrap();
-    tiny_harness::engine::Engine::wake(h.engine.as_ref(), &id);
+    tiny_harness::work::engine::Engine::wake(h.engine.as_ref(), &id);
     tokio::time::timeout(HANG_GUARD, async {
         loop {
             let task = h.tasks.get_task(&caller(), &id, Some(0)).await.unwrap();

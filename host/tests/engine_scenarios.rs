@@ -13,9 +13,9 @@ use serde_json::json;
 
 use delegation_support::*;
 use futures::StreamExt;
-use tiny_harness::model::ModelRequest;
-use tiny_harness::protocol::requests::{ListTasksRequest, SendMessageRequest};
-use tiny_harness::protocol::types::{Message, Part, Role, StreamResponse, TaskState};
+use tiny_harness::base::model::ModelRequest;
+use tiny_harness::base::protocol::requests::{ListTasksRequest, SendMessageRequest};
+use tiny_harness::base::protocol::types::{Message, Part, Role, StreamResponse, TaskState};
 
 /// Where the Temporal dev server is, for the Temporal runs.
 const TEMPORAL_ADDRESS_VAR: &str = "TINY_HARNESS_TEMPORAL_ADDRESS";
@@ -125,7 +125,7 @@ fn turns(request: &ModelRequest) -> usize {
     request
         .messages
         .iter()
-        .filter(|m| matches!(m, tiny_harness::model::ChatMessage::Assistant { .. }))
+        .filter(|m| matches!(m, tiny_harness::base::model::ChatMessage::Assistant { .. }))
         .count()
 }
 

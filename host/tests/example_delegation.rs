@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tiny_harness::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI, METADATA_KEY};
+use tiny_harness::state::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI, METADATA_KEY};
 
 const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
 /// The token that makes the front desk a trusted delegator of the ledger (both read it).

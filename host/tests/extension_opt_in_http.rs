@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tiny_harness::config::Config;
-use tiny_harness::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI, METADATA_KEY};
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::state::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI, METADATA_KEY};
 use tokio::sync::oneshot;
 
 /// Every task asks its participant a question, so it waits (input required) and can be

@@ -6,11 +6,11 @@ mod interop_support;
 
 use futures::StreamExt;
 use interop_support::{Harness, scenario};
-use tiny_harness::agents::client::A2aClient;
-use tiny_harness::protocol::requests::SendMessageRequest;
-use tiny_harness::protocol::types::{
+use tiny_harness::base::protocol::requests::SendMessageRequest;
+use tiny_harness::base::protocol::types::{
     Message, Part, Role, SendMessageResponse, StreamResponse, Task, TaskState,
 };
+use tiny_harness::work::agents::client::A2aClient;
 
 fn request(prefix: &str, task_id: &str) -> SendMessageRequest {
     SendMessageRequest {

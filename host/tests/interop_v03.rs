@@ -9,11 +9,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use interop_support::{Harness, STREAM_DEADLINE, scenario};
 use serde_json::{Value, json};
-use tiny_harness::agents::client::{A2aClient, Dialect};
-use tiny_harness::protocol::requests::SendMessageRequest;
-use tiny_harness::protocol::types::{
+use tiny_harness::base::protocol::requests::SendMessageRequest;
+use tiny_harness::base::protocol::types::{
     Message, Part, Role, SendMessageResponse, StreamResponse, TaskState,
 };
+use tiny_harness::work::agents::client::{A2aClient, Dialect};
 
 /// A 0.3 user message; `task_id` continues a task when not empty.
 fn message(prefix: &str, task_id: &str) -> Value {

@@ -1,6 +1,6 @@
 //! The crate's structure, read from its own `use` paths in `host/src`: no file imports a file that
-//! imports it (even through others, even through a parent's `pub use`), no top-level module
-//! circle, every import points to a lower layer of `LAYERS`, and no file is over 450 lines before
+//! imports it (even through others, even through a parent's `pub use`), no circle between the
+//! modules of the layers, every import points to a lower layer of `LAYERS`, and no file is over 450 lines before
 //! its tests. The checker itself is tested on small trees written to a temporary folder, so each
 //! rule is seen to fail. The rules it reads imports by are in `layers_support/mod.rs`.
 
@@ -14,26 +14,30 @@ use layers_support::checks::{
     circle_failures, file_circles, layer_failures, long_file_failures, long_files, module_circles,
 };
 
-/// The top-level modules of `host/src` by layer, bottom first. A module imports only from the
-/// layers below its own; two modules of one layer may not import each other. The crate root
-/// (`lib.rs`, `main.rs`) may import anything.
+/// The modules of `host/src` by layer, bottom first, each in the folder of its group (`GROUPS`).
+/// A module imports only from the layers below its own; two modules of one layer may not import
+/// each other. The crate root (`lib.rs`, `main.rs`) may import anything.
 const LAYERS: &[&[&str]] = &[
-    &["text", "protocol", "http_body"],
-    &["config"],
-    &["model"],
-    &["records"],
-    &["store"],
-    &["tasks"],
-    &["tools"],
-    &["context"],
-    &["agents"],
-    &["skills"],
-    &["plugins"],
-    &["engine"],
-    &["server"],
-    &["runtime"],
-    &["operator"],
+    &["base::text", "base::protocol", "base::http_body"],
+    &["base::config"],
+    &["base::model"],
+    &["state::records"],
+    &["state::store"],
+    &["state::tasks"],
+    &["work::tools"],
+    &["work::context"],
+    &["work::agents"],
+    &["work::skills"],
+    &["work::plugins"],
+    &["work::engine"],
+    &["app::server"],
+    &["app::runtime"],
+    &["app::operator"],
 ];
+
+/// The folders of `host/src`, bottom first: each holds a run of consecutive layers, so the
+/// layout shows the layers.
+const GROUPS: &[&str] = &["base", "state", "work", "app"];
 
 /// Lines a source file may hold before its tests: what a reader keeps in their head at once.
 const MAX_LINES_BEFORE_TESTS: usize = 450;
@@ -43,7 +47,7 @@ fn crate_graph() -> &'static Graph {
     static GRAPH: OnceLock<Graph> = OnceLock::new();
     GRAPH.get_or_init(|| {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let graph = Graph::load(&src);
+        let graph = Graph::load_grouped(&src, GROUPS);
         assert!(
             graph.index("lib.rs").is_some(),
             "no lib.rs under {}",
@@ -73,7 +77,7 @@ fn no_file_or_module_of_the_crate_imports_itself_through_others() {
 }
 
 #[test]
-fn every_import_between_top_level_modules_points_to_a_lower_layer() {
+fn every_import_between_modules_points_to_a_lower_layer() {
     let failures = layer_failures(crate_graph(), LAYERS);
     assert!(
         failures.is_empty(),
@@ -81,6 +85,32 @@ fn every_import_between_top_level_modules_points_to_a_lower_layer() {
          declare a port in the lower module and implement it in the higher one",
         report(&failures, "layer rule breaks")
     );
+}
+
+#[test]
+fn the_folders_of_host_src_hold_the_layers_bottom_first() {
+    let groups: Vec<&str> = LAYERS
+        .iter()
+        .flat_map(|layer| layer.iter())
+        .map(|name| name.split("::").next().unwrap_or(name))
+        .collect();
+    let mut order = groups.clone();
+    order.dedup();
+    assert_eq!(
+        order, GROUPS,
+        "each folder holds consecutive layers, bottom first"
+    );
+    let mut folders: Vec<&str> = crate_graph()
+        .files
+        .iter()
+        .filter_map(|f| f.unit())
+        .filter_map(|unit| unit.split_once("::").map(|(group, _)| group))
+        .collect();
+    folders.sort();
+    folders.dedup();
+    let mut expected = GROUPS.to_vec();
+    expected.sort();
+    assert_eq!(folders, expected, "every module sits in a folder of GROUPS");
 }
 
 #[test]
@@ -219,6 +249,39 @@ fn modules_that_import_each_other_through_different_files_are_a_module_circle() 
 }
 
 #[test]
+fn modules_in_grouping_folders_are_layered_by_their_grouped_names() {
+    let (dir, _) = tree(&[
+        ("lib.rs", "pub mod low;\npub mod high;\n"),
+        ("low/mod.rs", "//! Groups.\npub mod a;\n\npub mod b;\n"),
+        ("low/a.rs", "pub struct A;\n"),
+        ("low/b.rs", "use crate::high::c::C;\npub struct B;\n"),
+        ("high/mod.rs", "pub mod c;\n"),
+        ("high/c/mod.rs", "use crate::low::a::A;\npub struct C;\n"),
+    ]);
+    let g = Graph::load_grouped(dir.path(), &["low", "high"]);
+    let units: Vec<Option<&str>> = g.files.iter().map(|f| f.unit()).collect();
+    assert_eq!(
+        units,
+        [
+            Some("high::c"),
+            None,
+            None,
+            Some("low::a"),
+            Some("low::b"),
+            None
+        ]
+    );
+    let layers: &[&[&str]] = &[&["low::a"], &["low::b"], &["high::c"]];
+    assert_eq!(
+        layer_failures(&g, layers),
+        [
+            "low/b.rs imports high/c/mod.rs (crate::high::c::C): `low::b` (layer 2) may import only \
+          from layers below it, and `high::c` is in layer 3"
+        ]
+    );
+}
+
+#[test]
 fn an_import_of_a_higher_or_same_layer_names_the_files_and_the_rule() {
     let (_dir, g) = tree(&[
         (
@@ -239,7 +302,7 @@ fn an_import_of_a_higher_or_same_layer_names_the_files_and_the_rule() {
     assert_eq!(
         failures,
         [
-            "top-level module `store` is in no layer: add it to LAYERS",
+            "module `store` is in no layer: add it to LAYERS",
             "protocol.rs imports text.rs (crate::text::cut): `protocol` and `text` share layer 1, \
              and modules of one layer may not import each other",
         ]

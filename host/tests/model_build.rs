@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use tiny_harness::config::{ModelConfig, Provider};
-use tiny_harness::model::{
+use tiny_harness::base::config::{ModelConfig, Provider};
+use tiny_harness::base::model::{
     ModelBuildError, ModelError, ModelRequest, NO_MODEL_EXPLANATION, build_model,
 };
 

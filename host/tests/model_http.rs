@@ -10,8 +10,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use tiny_harness::config::{ModelConfig, Provider};
-use tiny_harness::model::{
+use tiny_harness::base::config::{ModelConfig, Provider};
+use tiny_harness::base::model::{
     AnthropicModel, ChatMessage, FinishState, HttpSettings, Model, ModelError, ModelRequest,
     OpenAiModel, Origin, Purpose, RetryPolicy, ToolCall, ToolSpec, build_model,
 };
@@ -495,7 +495,10 @@ mod model_refusals {
         let (base, _stub) = start(vec![ok(refused), ok(anthropic_answer())]).await;
         let model = AnthropicModel::new(fast_settings(&base, 0, 5)).unwrap();
         let reply = model.complete(&conversation()).await.unwrap();
-        assert_eq!(reply.text, tiny_harness::model::anthropic::REFUSED_TEXT);
+        assert_eq!(
+            reply.text,
+            tiny_harness::base::model::anthropic::REFUSED_TEXT
+        );
         assert_eq!(reply.finish.state, FinishState::Rejected);
         let answered = model.complete(&conversation()).await.unwrap();
         assert_eq!(answered.finish.state, FinishState::Completed);

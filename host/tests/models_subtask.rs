@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use delegation_support::*;
-use tiny_harness::model::{Model, ModelRequest, ScriptedModel};
-use tiny_harness::protocol::types::TaskState;
+use tiny_harness::base::model::{Model, ModelRequest, ScriptedModel};
+use tiny_harness::base::protocol::types::TaskState;
 
 /// The parent's model: one `spawn_subtask` with these arguments, then "waiting" while the child
 /// works, then the child's note (or the tool's error) as the answer.
@@ -94,7 +94,7 @@ async fn an_unknown_model_for_a_sub_task_is_refused_with_the_valid_names_and_cre
     );
     let listed = node
         .client
-        .list_tasks(tiny_harness::protocol::requests::ListTasksRequest::default())
+        .list_tasks(tiny_harness::base::protocol::requests::ListTasksRequest::default())
         .await
         .unwrap();
     assert_eq!(listed.tasks.len(), 1, "the parent alone");

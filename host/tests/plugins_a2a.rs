@@ -11,9 +11,11 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 use support::fixtures;
-use tiny_harness::config::Config;
-use tiny_harness::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall};
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::{
+    ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall,
+};
 
 /// Calls the zoo tool named in the task's text (`zoo_spin`, `zoo_echo`, …), then answers with
 /// what the tool returned.

@@ -13,16 +13,16 @@ use std::time::Duration;
 use serde_json::json;
 use support::captured_logs::CapturedLogs;
 use support::fixtures;
-use tiny_harness::config::Config;
-use tiny_harness::engine::{ToolContext, ToolHost, ToolOutcome};
-use tiny_harness::model::ToolCall;
-use tiny_harness::plugins::{
+use tiny_harness::app::runtime::offline_prompt_context;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::ToolCall;
+use tiny_harness::base::protocol::types::TaskStatus;
+use tiny_harness::state::records::extension::TaskExtension;
+use tiny_harness::state::records::record::TaskRecord;
+use tiny_harness::work::engine::{ToolContext, ToolHost, ToolOutcome};
+use tiny_harness::work::plugins::{
     COPY_INIT_MAX_BYTES, CacheOutcome, CallLimits, PluginHost, PluginSettings,
 };
-use tiny_harness::protocol::types::TaskStatus;
-use tiny_harness::records::extension::TaskExtension;
-use tiny_harness::records::record::TaskRecord;
-use tiny_harness::runtime::offline_prompt_context;
 
 fn settings(dir: Option<&std::path::Path>) -> PluginSettings {
     PluginSettings {
@@ -41,7 +41,7 @@ async fn load(dir: Option<&std::path::Path>) -> Result<PluginHost, String> {
     PluginHost::load(
         &settings(dir),
         &offline_prompt_context(&Config::default()),
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .map_err(|err| err.to_string())
@@ -155,12 +155,12 @@ async fn the_builtin_alone_gives_the_default_prompt_and_the_intrinsic_tools() {
         .expect("spawn_subtask");
     assert_eq!(
         spawn.parameters["properties"]["agent"]["description"],
-        tiny_harness::agents::AGENT_PARAMETER_DESCRIPTION,
+        tiny_harness::work::agents::AGENT_PARAMETER_DESCRIPTION,
         "R2.2: the agent parameter says the valid ids are the ones listed under agents"
     );
     assert_eq!(
         spawn.parameters["properties"]["model"]["description"],
-        tiny_harness::agents::MODEL_PARAMETER_DESCRIPTION,
+        tiny_harness::work::agents::MODEL_PARAMETER_DESCRIPTION,
         "the model parameter says the valid names are the ones listed under self"
     );
     let tools: Vec<String> = host
@@ -389,7 +389,7 @@ async fn every_call_gets_fresh_memory_however_many_run_at_once_or_are_abandoned(
     let host = PluginHost::load(
         &settings,
         &offline_prompt_context(&Config::default()),
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap();
@@ -438,7 +438,7 @@ async fn a_spinning_plugin_does_not_stop_other_calls() {
     let host = PluginHost::load(
         &long,
         &offline_prompt_context(&Config::default()),
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap();
@@ -474,7 +474,7 @@ async fn a_restart_loads_compiled_plugins_from_the_cache() {
     let first = PluginHost::load(
         &with_cache,
         &ctx,
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap();
@@ -487,7 +487,7 @@ async fn a_restart_loads_compiled_plugins_from_the_cache() {
     let second = PluginHost::load(
         &with_cache,
         &ctx,
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap();
@@ -528,7 +528,7 @@ async fn a_tampered_cache_file_is_recompiled_with_a_warning_naming_it_and_rewrit
     PluginHost::load(
         &with_cache,
         &ctx,
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap();
@@ -545,7 +545,7 @@ async fn a_tampered_cache_file_is_recompiled_with_a_warning_naming_it_and_rewrit
     let second = PluginHost::load(
         &with_cache,
         &ctx,
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap();
@@ -568,7 +568,7 @@ async fn a_tampered_cache_file_is_recompiled_with_a_warning_naming_it_and_rewrit
     let third = PluginHost::load(
         &with_cache,
         &ctx,
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap();
@@ -592,7 +592,7 @@ async fn a_cache_folder_others_can_write_is_not_used_and_the_plugins_still_load(
     let host = PluginHost::load(
         &with_cache,
         &offline_prompt_context(&Config::default()),
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap();

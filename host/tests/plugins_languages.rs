@@ -12,14 +12,16 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use tiny_harness::config::Config;
-use tiny_harness::engine::{ToolContext, ToolHost, ToolOutcome};
-use tiny_harness::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall};
-use tiny_harness::plugins::{CacheOutcome, CallLimits, PluginHost, PluginSettings};
-use tiny_harness::protocol::types::TaskStatus;
-use tiny_harness::records::extension::TaskExtension;
-use tiny_harness::records::record::TaskRecord;
-use tiny_harness::runtime::{Runtime, offline_prompt_context};
+use tiny_harness::app::runtime::{Runtime, offline_prompt_context};
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::{
+    ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall,
+};
+use tiny_harness::base::protocol::types::TaskStatus;
+use tiny_harness::state::records::extension::TaskExtension;
+use tiny_harness::state::records::record::TaskRecord;
+use tiny_harness::work::engine::{ToolContext, ToolHost, ToolOutcome};
+use tiny_harness::work::plugins::{CacheOutcome, CallLimits, PluginHost, PluginSettings};
 
 /// The example plugins' file names in the plugins folder (load order).
 const PLUGINS: [&str; 3] = [
@@ -74,7 +76,7 @@ fn built() -> &'static Built {
                 .block_on(PluginHost::load(
                     &settings,
                     &offline_prompt_context(&Config::default()),
-                    std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+                    std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
                 ))
                 .expect("the example plugins load");
             eprintln!(
@@ -119,7 +121,7 @@ async fn load() -> PluginHost {
     PluginHost::load(
         &settings,
         &offline_prompt_context(&Config::default()),
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap_or_else(|err| panic!("the example plugins do not load: {err}"))

@@ -13,17 +13,17 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use support::captured_logs::CapturedLogs;
 use support::fixtures;
-use tiny_harness::config::Config;
-use tiny_harness::engine::{ToolContext, ToolHost, ToolOutcome};
-use tiny_harness::model::ToolCall;
-use tiny_harness::plugins::{
+use tiny_harness::app::runtime::offline_prompt_context;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::ToolCall;
+use tiny_harness::base::protocol::types::TaskStatus;
+use tiny_harness::state::records::extension::TaskExtension;
+use tiny_harness::state::records::record::TaskRecord;
+use tiny_harness::work::engine::{ToolContext, ToolHost, ToolOutcome};
+use tiny_harness::work::plugins::{
     MAX_LOG_BYTES_PER_CALL, MAX_LOG_LINES_PER_CALL, MAX_LOG_LINES_PER_SECOND, PluginHost,
     PluginSettings,
 };
-use tiny_harness::protocol::types::TaskStatus;
-use tiny_harness::records::extension::TaskExtension;
-use tiny_harness::records::record::TaskRecord;
-use tiny_harness::runtime::offline_prompt_context;
 
 async fn call(host: &PluginHost, name: &str) -> ToolOutcome {
     let record = TaskRecord {
@@ -72,7 +72,7 @@ async fn a_log_flood_with_forged_records_comes_out_capped_and_escaped() {
     let host = PluginHost::load(
         &settings,
         &offline_prompt_context(&Config::default()),
-        std::sync::Arc::new(tiny_harness::engine::HostEffects::offline()),
+        std::sync::Arc::new(tiny_harness::work::engine::HostEffects::offline()),
     )
     .await
     .unwrap();

@@ -19,9 +19,9 @@ use serde_json::json;
 use delegation_support::*;
 use support::captured_logs::CapturedLogs;
 use support::fixtures;
-use tiny_harness::model::ModelRequest;
-use tiny_harness::plugins::THREAD_NAME_PREFIX;
-use tiny_harness::protocol::types::TaskState;
+use tiny_harness::base::model::ModelRequest;
+use tiny_harness::base::protocol::types::TaskState;
+use tiny_harness::work::plugins::THREAD_NAME_PREFIX;
 
 /// Each call's deadline: the longest the configuration allows (ten minutes), so the spinning
 /// calls are still spinning when the card and the other task have answered, however busy the

@@ -5,19 +5,19 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
-use tiny_harness::agents::client::A2aClient;
-use tiny_harness::config::Config;
-use tiny_harness::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
-use tiny_harness::protocol::types::{
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use tiny_harness::base::protocol::types::{
     Message, Part, Role, SendMessageResponse, StreamResponse, Task, TaskState,
 };
-use tiny_harness::records::extension::EXTENSION_URI;
-use tiny_harness::runtime::Runtime;
+use tiny_harness::state::records::extension::EXTENSION_URI;
+use tiny_harness::work::agents::client::A2aClient;
 use tokio::sync::oneshot;
 
 struct Server {
     client: A2aClient,
-    store: std::sync::Arc<tiny_harness::store::Store>,
+    store: std::sync::Arc<tiny_harness::state::store::Store>,
     base_url: String,
     stop: Option<oneshot::Sender<()>>,
     done: tokio::task::JoinHandle<()>,
@@ -279,7 +279,7 @@ async fn list_tasks_pages_through_the_callers_tasks_newest_first() {
     }
     let first = server
         .client
-        .list_tasks(tiny_harness::protocol::requests::ListTasksRequest {
+        .list_tasks(tiny_harness::base::protocol::requests::ListTasksRequest {
             page_size: Some(2),
             ..Default::default()
         })
@@ -294,7 +294,7 @@ async fn list_tasks_pages_through_the_callers_tasks_newest_first() {
     );
     let second = server
         .client
-        .list_tasks(tiny_harness::protocol::requests::ListTasksRequest {
+        .list_tasks(tiny_harness::base::protocol::requests::ListTasksRequest {
             page_size: Some(2),
             page_token: first.next_page_token.clone(),
             ..Default::default()

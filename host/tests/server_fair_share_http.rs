@@ -23,12 +23,12 @@ use delegation_support::{
     Answer, FnModel, has_goal, last_note, last_tool_result, row_state, send_text, sub_tasks, text,
 };
 use support::captured_logs::CapturedLogs;
-use tiny_harness::agents::client::A2aClient;
-use tiny_harness::config::Config;
-use tiny_harness::model::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall};
-use tiny_harness::protocol::types::TaskState;
-use tiny_harness::records::extension::EXTENSION_URI;
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall};
+use tiny_harness::base::protocol::types::TaskState;
+use tiny_harness::state::records::extension::EXTENSION_URI;
+use tiny_harness::work::agents::client::A2aClient;
 
 /// The longest any test waits for something that should happen: a hang guard, not a speed bound.
 const HANG_GUARD: Duration = Duration::from_secs(30);

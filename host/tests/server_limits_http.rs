@@ -21,12 +21,12 @@ use delegation_support::{
     Answer, FnModel, answer, has_goal, last_note, last_tool_result, row_state, send_text,
     sub_tasks, text, tool,
 };
-use tiny_harness::agents::client::A2aClient;
-use tiny_harness::config::Config;
-use tiny_harness::model::{Model, ModelRequest};
-use tiny_harness::protocol::types::{StreamResponse, TaskState};
-use tiny_harness::records::extension::EXTENSION_URI;
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::{Model, ModelRequest};
+use tiny_harness::base::protocol::types::{StreamResponse, TaskState};
+use tiny_harness::state::records::extension::EXTENSION_URI;
+use tiny_harness::work::agents::client::A2aClient;
 
 /// The two trusted delegators every test harness knows, and their tokens.
 const OPS: &str = "ops";

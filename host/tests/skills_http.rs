@@ -21,11 +21,11 @@ use serde_json::{Value, json};
 use delegation_support::*;
 use support::captured_logs::CapturedLogs;
 use support::harness_process::HARNESS;
-use tiny_harness::config::Config;
-use tiny_harness::context::UNTRUSTED_PREAMBLE;
-use tiny_harness::model::{ChatMessage, ModelReply, ModelRequest, ToolCall};
-use tiny_harness::protocol::types::TaskState;
-use tiny_harness::runtime::{Runtime, load_skills};
+use tiny_harness::app::runtime::{Runtime, load_skills};
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::{ChatMessage, ModelReply, ModelRequest, ToolCall};
+use tiny_harness::base::protocol::types::TaskState;
+use tiny_harness::work::context::UNTRUSTED_PREAMBLE;
 
 const BOOKKEEPING: &str = "---\nname: bookkeeping\ndescription: The ledger's rules for recording an entry.\nlicense: Apache-2.0\nmetadata:\n  owner: finance\n---\n# Bookkeeping\n\nEvery entry has a debit and a credit of the same amount.\n";
 const BOOKKEEPING_BODY: &str =

@@ -10,9 +10,9 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use delegation_support::*;
-use tiny_harness::agents::client::{A2aClient, ClientError};
-use tiny_harness::protocol::requests::ListTasksRequest;
-use tiny_harness::protocol::types::{StreamResponse, Task, TaskState};
+use tiny_harness::base::protocol::requests::ListTasksRequest;
+use tiny_harness::base::protocol::types::{StreamResponse, Task, TaskState};
+use tiny_harness::work::agents::client::{A2aClient, ClientError};
 
 /// A task whose goal is this stays WORKING: its model call never answers.
 const HOLD: &str = "hold";

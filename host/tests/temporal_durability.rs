@@ -18,9 +18,9 @@ use axum::extract::State;
 use axum::routing::post;
 use serde_json::{Value, json};
 use support::harness_process::serve_with_env;
-use tiny_harness::agents::client::A2aClient;
-use tiny_harness::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
-use tiny_harness::protocol::types::{Message, Part, Role, SendMessageResponse, TaskState};
+use tiny_harness::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use tiny_harness::base::protocol::types::{Message, Part, Role, SendMessageResponse, TaskState};
+use tiny_harness::work::agents::client::A2aClient;
 
 const TEMPORAL_ADDRESS_VAR: &str = "TINY_HARNESS_TEMPORAL_ADDRESS";
 /// How long the first call of the second turn takes: long enough to kill its harness in it.

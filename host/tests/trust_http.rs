@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tiny_harness::config::Config;
-use tiny_harness::model::build_model;
-use tiny_harness::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
-use tiny_harness::protocol::types::{Message, Part, Role};
-use tiny_harness::records::extension::EXTENSION_URI;
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::build_model;
+use tiny_harness::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use tiny_harness::base::protocol::types::{Message, Part, Role};
+use tiny_harness::state::records::extension::EXTENSION_URI;
 use tokio::sync::oneshot;
 
 /// The delegator configured on every test server.

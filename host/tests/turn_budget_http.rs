@@ -13,12 +13,12 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use delegation_support::{Node, answer, is_terminal, send_text, wait_for};
-use tiny_harness::context::estimate_tokens;
-use tiny_harness::model::{
+use tiny_harness::base::model::{
     ChatMessage, Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall,
 };
-use tiny_harness::protocol::types::TaskState;
-use tiny_harness::records::extension::ENVELOPE_MEDIA_TYPE;
+use tiny_harness::base::protocol::types::TaskState;
+use tiny_harness::state::records::extension::ENVELOPE_MEDIA_TYPE;
+use tiny_harness::work::context::estimate_tokens;
 
 /// `context.turn_budget_tokens` by default; the test models report no window of their own.
 const BUDGET: usize = 12_000;

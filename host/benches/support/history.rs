@@ -1,8 +1,8 @@
 //! A task's history of realistic shape for the benches: the participant's request, then `turns`
 //! tool calls with their results.
 
-use tiny_harness::context::HistoryItem;
-use tiny_harness::model::ToolCall;
+use tiny_harness::base::model::ToolCall;
+use tiny_harness::work::context::HistoryItem;
 
 pub fn history(turns: usize) -> Vec<HistoryItem> {
     let mut items = vec![HistoryItem::Inbound {

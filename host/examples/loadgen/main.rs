@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use clap::{Parser, ValueEnum};
 use serde_json::{Value, json};
-use tiny_harness::config::Config;
-use tiny_harness::model::Model;
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::Model;
 
 /// Distinct failure reasons printed at the end; the rest are only counted.
 const FAILURE_SAMPLES: usize = 5;

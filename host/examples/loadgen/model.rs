@@ -13,7 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tiny_harness::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall};
+use tiny_harness::base::model::{
+    ChatMessage, Model, ModelError, ModelReply, ModelRequest, ToolCall,
+};
 
 /// The text a one-turn task is sent: its model answers at once.
 pub const ONE_TURN_TEXT: &str = "direct: what is the answer?";

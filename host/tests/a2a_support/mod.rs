@@ -9,18 +9,18 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
-use tiny_harness::agents::client::A2aClient;
-use tiny_harness::protocol::card::default_card;
-use tiny_harness::protocol::requests::{
+use tiny_harness::app::server::router::{ConnectionLimits, ServerState, router, serve};
+use tiny_harness::base::protocol::card::default_card;
+use tiny_harness::base::protocol::requests::{
     ListTasksRequest, ListTasksResponse, SendMessageConfiguration, SendMessageRequest,
 };
-use tiny_harness::protocol::types::{
+use tiny_harness::base::protocol::types::{
     Message, Part, Role, SendMessageResponse, StreamResponse, Task, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
-use tiny_harness::server::router::{ConnectionLimits, ServerState, router, serve};
-use tiny_harness::tasks::events::{TaskEvent, TaskEvents};
-use tiny_harness::tasks::{Caller, Delegators, Subscription, TaskError, TaskService};
+use tiny_harness::state::tasks::events::{TaskEvent, TaskEvents};
+use tiny_harness::state::tasks::{Caller, Delegators, Subscription, TaskError, TaskService};
+use tiny_harness::work::agents::client::A2aClient;
 
 /// A message with this text leaves its task WORKING until it is canceled.
 pub const HOLD: &str = "hold";
@@ -213,7 +213,7 @@ impl Server {
             max_request_bytes,
             rate_limit_per_minute,
             stream_keep_alive: Duration::from_secs(
-                tiny_harness::config::ServerConfig::default().stream_keep_alive_secs,
+                tiny_harness::base::config::ServerConfig::default().stream_keep_alive_secs,
             ),
         };
         let (stop, stopped) = oneshot::channel::<()>();

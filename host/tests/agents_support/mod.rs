@@ -16,12 +16,12 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use tiny_harness::agents::client::A2aClient;
-use tiny_harness::config::Config;
-use tiny_harness::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
-use tiny_harness::protocol::types::{Message, Part, Role, SendMessageResponse, Task};
-use tiny_harness::records::extension::EXTENSION_URI;
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use tiny_harness::base::protocol::types::{Message, Part, Role, SendMessageResponse, Task};
+use tiny_harness::state::records::extension::EXTENSION_URI;
+use tiny_harness::work::agents::client::A2aClient;
 
 /// What a card server does when asked for its card.
 #[derive(Clone)]

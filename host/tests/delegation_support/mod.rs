@@ -12,15 +12,17 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use tiny_harness::agents::client::A2aClient;
-use tiny_harness::config::Config;
-use tiny_harness::model::{
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
+use tiny_harness::base::model::{
     ChatMessage, Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall,
 };
-use tiny_harness::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
-use tiny_harness::protocol::types::{Message, Part, Role, SendMessageResponse, Task, TaskState};
-use tiny_harness::records::extension::{EXTENSION_URI, METADATA_KEY};
-use tiny_harness::runtime::Runtime;
+use tiny_harness::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
+use tiny_harness::base::protocol::types::{
+    Message, Part, Role, SendMessageResponse, Task, TaskState,
+};
+use tiny_harness::state::records::extension::{EXTENSION_URI, METADATA_KEY};
+use tiny_harness::work::agents::client::A2aClient;
 
 /// What the test's closure answers: a reply, or no answer ever (a call that hangs until the
 /// task is canceled or the harness stops).
@@ -370,7 +372,7 @@ pub fn stub_card(url: &str, name: &str, extensions: bool) -> Value {
     });
     if extensions {
         card["capabilities"]["extensions"] = json!([{
-            "uri": tiny_harness::records::extension::EXTENSION_URI, "required": false
+            "uri": tiny_harness::state::records::extension::EXTENSION_URI, "required": false
         }]);
     }
     card

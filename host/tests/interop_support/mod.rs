@@ -9,8 +9,8 @@ use std::time::Duration;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tiny_harness::config::Config;
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
 use tokio::sync::oneshot;
 
 /// How long a test waits for a whole stream before it fails instead of hanging.

@@ -95,7 +95,7 @@ fn module_imports(g: &Graph) -> BTreeMap<(&str, &str), Vec<CrossImport<'_>>> {
     let mut out: BTreeMap<(&str, &str), Vec<CrossImport<'_>>> = BTreeMap::new();
     for (a, imports) in g.imports.iter().enumerate() {
         for (&b, via) in imports {
-            if let (Some(ta), Some(tb)) = (g.files[a].top(), g.files[b].top())
+            if let (Some(ta), Some(tb)) = (g.files[a].unit(), g.files[b].unit())
                 && ta != tb
             {
                 out.entry((ta, tb)).or_default().push((a, b, via));
@@ -110,7 +110,7 @@ pub fn module_circles(g: &Graph) -> Vec<Vec<String>> {
     let names: Vec<&str> = g
         .files
         .iter()
-        .filter_map(|f| f.top())
+        .filter_map(|f| f.unit())
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
@@ -184,11 +184,9 @@ pub fn layer_failures(g: &Graph, layers: &[&[&str]]) -> Vec<String> {
             }
         }
     }
-    let tops: BTreeSet<&str> = g.files.iter().filter_map(|f| f.top()).collect();
+    let tops: BTreeSet<&str> = g.files.iter().filter_map(|f| f.unit()).collect();
     for top in tops.iter().filter(|t| !layer_of.contains_key(*t)) {
-        out.push(format!(
-            "top-level module `{top}` is in no layer: add it to LAYERS"
-        ));
+        out.push(format!("module `{top}` is in no layer: add it to LAYERS"));
     }
     for ((ta, tb), edges) in module_imports(g) {
         let (Some(&la), Some(&lb)) = (layer_of.get(ta), layer_of.get(tb)) else {

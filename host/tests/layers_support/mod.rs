@@ -31,12 +31,16 @@ pub struct SourceFile {
     pub module: Vec<String>,
     /// Its lines before its tests.
     pub lines: usize,
+    /// The module of the layers it belongs to: its top-level module (`store`), or, under a
+    /// folder that only groups modules, the grouped one (`work::engine`); `None` for the crate
+    /// root and for a grouping folder's own `mod.rs`.
+    pub unit: Option<String>,
 }
 
 impl SourceFile {
-    /// The top-level module it belongs to; `None` for the crate root (`lib.rs`, `main.rs`).
-    pub fn top(&self) -> Option<&str> {
-        self.module.first().map(String::as_str)
+    /// The module of the layers it belongs to; see [`SourceFile::unit`].
+    pub fn unit(&self) -> Option<&str> {
+        self.unit.as_deref()
     }
 }
 
@@ -49,8 +53,14 @@ pub struct Graph {
 }
 
 impl Graph {
-    /// Reads every `.rs` file under `src`.
+    /// Reads every `.rs` file under `src`, a flat tree of modules.
     pub fn load(src: &Path) -> Graph {
+        Graph::load_grouped(src, &[])
+    }
+
+    /// Reads every `.rs` file under `src`, whose top-level folders named in `groups` only group
+    /// the modules of a run of layers (`work/engine` is the module `work::engine`).
+    pub fn load_grouped(src: &Path, groups: &[&str]) -> Graph {
         let mut found = Vec::new();
         walk(src, &mut Vec::new(), &mut found);
         found.sort();
@@ -72,8 +82,18 @@ impl Graph {
                 rel: parts.join("/"),
                 module,
                 lines,
+                unit: None,
             });
             codes.push(code);
+        }
+        let grouping = |name: &String| groups.contains(&name.as_str());
+        for file in &mut files {
+            file.unit = match file.module.as_slice() {
+                [] => None,
+                [group] if grouping(group) => None,
+                [group, grouped, ..] if grouping(group) => Some(format!("{group}::{grouped}")),
+                [top, ..] => Some(top.clone()),
+            };
         }
         let by_module: HashMap<Vec<String>, usize> = files
             .iter()

@@ -10,8 +10,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::Uri;
 use serde_json::{Value, json};
-use tiny_harness::config::Config;
-use tiny_harness::runtime::Runtime;
+use tiny_harness::app::runtime::Runtime;
+use tiny_harness::base::config::Config;
 use tokio::sync::oneshot;
 
 /// The trusted delegator every harness here knows.
@@ -149,7 +149,7 @@ impl Harness {
             .header("A2A-Version", "1.0")
             .header(
                 "A2A-Extensions",
-                tiny_harness::records::extension::EXTENSION_URI,
+                tiny_harness::state::records::extension::EXTENSION_URI,
             );
         let request = if trusted {
             request.bearer_auth(TOKEN)

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tiny_harness::model::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall};
+use tiny_harness::base::model::{Model, ModelError, ModelReply, ModelRequest, Purpose, ToolCall};
 
 /// Plays `replies[turn]` (the task's recorded turn count); a summary request gets a fixed
 /// summary.

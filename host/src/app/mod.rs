@@ -1,0 +1,10 @@
+//! The application on top: the A2A server (every binding, connections, limits, callers) above the
+//! task service, the runtime that wires every part together, and the operator's commands.
+//!
+//! Bottom to top, each importing only from those before it (and the folders below).
+
+pub mod server;
+
+pub mod runtime;
+
+pub mod operator;

@@ -1,0 +1,198 @@
+//! What the operator commands print (`harness check`, `harness plugins`, `harness context`):
+//! each builds what `serve` would (model, agents, skills, plugins) without serving, and reports
+//! it.
+
+use std::fmt::Write;
+use std::sync::Arc;
+
+use crate::app::runtime::{
+    StartError, load_skills, plugin_settings, prompt_context, render_context,
+};
+use crate::base::config::Config;
+use crate::base::model::{build_model, build_models};
+use crate::state::tasks::Delegators;
+use crate::work::agents::{Discovery, Registry, Roster, build_roster, own_card};
+use crate::work::engine::HostEffects;
+use crate::work::plugins::PluginHost;
+use crate::work::skills::Catalog;
+
+/// The agents as `serve` would find them: every card fetched and checked.
+async fn discover(config: &Config) -> (Discovery, Roster) {
+    let base_url = config.server.effective_base_url();
+    let discovery = Registry::discover(
+        own_card(&config.card, &base_url),
+        &base_url,
+        &config.agents,
+        config.roster.card_timeout(),
+    )
+    .await;
+    let roster = build_roster(&discovery.registry, config.roster.caps());
+    (discovery, roster)
+}
+
+async fn plugins(
+    config: &Config,
+    roster: &Roster,
+    skills: &Catalog,
+) -> Result<PluginHost, StartError> {
+    let context = prompt_context(config, roster, skills);
+    // Nothing is served here: the tools are listed, never called with a task.
+    let effects = Arc::new(HostEffects::offline());
+    Ok(PluginHost::load(&plugin_settings(config), &context, effects).await?)
+}
+
+/// `harness check`: the configuration, the model, the plugins, the skills, and which agents
+/// would be registered and why any would not.
+pub async fn check(config: &Config) -> Result<String, StartError> {
+    let model = build_model(
+        &config.model,
+        |path| config.resolve(path),
+        |name| std::env::var(name).ok(),
+    )?;
+    let models = build_models(
+        model.clone(),
+        &config.models,
+        |path| config.resolve(path),
+        |name| std::env::var(name).ok(),
+    )?;
+    let delegators = Delegators::from_config(&config.server, |name| std::env::var(name).ok())?;
+    let (discovery, roster) = discover(config).await;
+    let skills = load_skills(config)?;
+    let host = plugins(config, &roster, &skills).await?;
+    let source = config
+        .source
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "embedded default".to_string());
+    let mut out = String::new();
+    let _ = writeln!(out, "configuration: {source}");
+    let _ = writeln!(out, "listen:        {}", config.server.bind);
+    let _ = writeln!(out, "base URL:      {}", config.server.effective_base_url());
+    let _ = writeln!(out, "model:         {}", model.describe());
+    for (name, described) in models.describe_named() {
+        let _ = writeln!(out, "models.{name}: {described}");
+    }
+    let _ = writeln!(
+        out,
+        "store:         {}",
+        config.resolve(&config.store.path).display()
+    );
+    let _ = writeln!(
+        out,
+        "limits:        max_turns {}, turn budget {} tokens, compaction at {}",
+        config.limits.max_turns,
+        config.context.turn_budget_tokens,
+        config.context.compaction_fraction
+    );
+    let budget = match config.limits.task_token_budget {
+        Some(tokens) => format!("{tokens} tokens"),
+        None => "off".to_string(),
+    };
+    let _ = writeln!(out, "task budget:   {budget}");
+    let _ = writeln!(
+        out,
+        "sub-tasks:     max depth {}, at most {} per task and {} open at once, deadline {} s, agent unreachable after {} s",
+        config.limits.max_subtask_depth,
+        config.limits.max_children_per_task,
+        config.limits.max_parallel_children,
+        config.limits.subtask_deadline_secs,
+        config.limits.subtask_unreachable_secs
+    );
+    let trusted: Vec<&str> = delegators.configured_ids().collect();
+    let _ = writeln!(
+        out,
+        "delegators:    self{}",
+        trusted
+            .iter()
+            .map(|id| format!(", {id}"))
+            .collect::<String>()
+    );
+    for plugin in host.summaries() {
+        let _ = writeln!(
+            out,
+            "plugin:        {} ({} {}): {} section edits, {} tools",
+            plugin.file,
+            plugin.name,
+            plugin.version,
+            plugin.sections.len(),
+            plugin.tools.len()
+        );
+    }
+    if skills.is_empty() {
+        let _ = writeln!(out, "skills:        (none)");
+    }
+    for skill in skills.skills() {
+        let _ = writeln!(
+            out,
+            "skill:         {} from {} ({} bytes): {}",
+            skill.name,
+            skill.file.display(),
+            skill.body.len(),
+            skill.description
+        );
+    }
+    let _ = writeln!(
+        out,
+        "card:          {} (self: this harness)",
+        roster.self_entry().name
+    );
+    if config.agents.is_empty() {
+        let _ = writeln!(out, "agents:        (none)");
+    }
+    for agent in &config.agents {
+        let entry = roster.entries().iter().find(|e| e.id == agent.id);
+        let refusal = discovery.refused.iter().find(|r| r.id == agent.id);
+        let verdict = match (entry, refusal) {
+            (Some(entry), _) => format!(
+                "registered as \"{}\" with {} skills",
+                entry.name,
+                entry.skills.len() + entry.omitted_skills
+            ),
+            (None, Some(refused)) => format!(
+                "not registered: {}",
+                crate::base::text::log_field::escape(&refused.reason.to_string())
+            ),
+            (None, None) => "not registered".to_string(),
+        };
+        let token = match &agent.token_env {
+            Some(name) => format!(" (bearer token from {name})"),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "agent:         {} at {}{token}: {verdict}",
+            agent.id, agent.url
+        );
+    }
+    Ok(out)
+}
+
+/// `harness plugins`: each loaded plugin with the sections and tools it contributes.
+pub async fn plugin_list(config: &Config) -> Result<String, StartError> {
+    let (_, roster) = discover(config).await;
+    let host = plugins(config, &roster, &load_skills(config)?).await?;
+    let mut out = String::new();
+    for plugin in host.summaries() {
+        let _ = writeln!(out, "{} — {} {}", plugin.file, plugin.name, plugin.version);
+        let list = |items: &[String]| {
+            if items.is_empty() {
+                "(none)".to_string()
+            } else {
+                items.join(", ")
+            }
+        };
+        let _ = writeln!(out, "  sections: {}", list(&plugin.sections));
+        let _ = writeln!(out, "  tools:    {}", list(&plugin.tools));
+    }
+    Ok(out)
+}
+
+/// `harness context`: the static prefix exactly as the model receives it (the skills index
+/// included), and the tools.
+pub async fn context(config: &Config) -> Result<String, StartError> {
+    let (_, roster) = discover(config).await;
+    let skills = load_skills(config)?;
+    let host = plugins(config, &roster, &skills).await?;
+    render_context(config, &host, &roster, &skills)
+        .map_err(|err| StartError::Serve(std::io::Error::other(err.to_string())))
+}

@@ -1,0 +1,476 @@
+//! Start-up: everything `harness serve` builds from a configuration, in order (store, model,
+//! agent registry and roster, skills, system prompt and static prefix, engine, task service,
+//! server),
+//! and the serve loop with its graceful shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
+use crate::base::config::{Config, ConfigError, EngineKind};
+use crate::base::model::{Model, ModelBuildError, Models, build_model, build_models};
+use crate::base::protocol::card::AgentCard;
+use crate::state::store::{LockError, LockMode, Store, StoreError, StoreLock};
+use crate::state::tasks::creator::BriefRules;
+use crate::state::tasks::hops::{HopRules, InstanceId};
+use crate::state::tasks::hub::TaskHub;
+use crate::state::tasks::{Delegators, Tasks};
+use crate::work::agents::{Registry, Roster, own_card};
+use crate::work::context::StaticPrefix;
+use crate::work::engine::children::Children;
+use crate::work::engine::{
+    EmbeddedEngine, Engine, EngineParts, EngineSettings, HostEffects, wake_queue,
+};
+use crate::work::plugins::{PluginError, PluginHost};
+use crate::work::skills::{Catalog, SkillError};
+
+mod parts;
+
+use parts::{agent_tokens, child_settings};
+pub use parts::{
+    discover_agents, input_limits, load_config, load_skills, model_names, offline_prompt_context,
+    plugin_settings, prompt_context, render_context, static_prefix,
+};
+
+/// Why the harness could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    /// The configuration is invalid.
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    /// A `[model]` or `[models.*]` could not be built.
+    Model(#[from] ModelBuildError),
+    #[error(transparent)]
+    /// The store could not be opened or read.
+    Store(#[from] StoreError),
+    /// Another process holds the store (`store.path`): see [`crate::state::store::StoreLock`].
+    #[error(transparent)]
+    StoreInUse(#[from] LockError),
+    #[error(transparent)]
+    /// A plugin could not be loaded.
+    Plugin(#[from] PluginError),
+    #[error(transparent)]
+    /// A skill could not be read.
+    Skill(#[from] SkillError),
+    #[error("cannot listen on {addr}: {source} (set server.bind to a free address)")]
+    /// `server.bind` could not be bound.
+    Bind {
+        /// The address, as configured.
+        addr: String,
+        /// Why the bind failed.
+        source: std::io::Error,
+    },
+    #[error("server error: {0}")]
+    /// The server stopped on an I/O error.
+    Serve(std::io::Error),
+    /// The Temporal engine could not start (`[engine] kind = "temporal"`).
+    #[cfg(feature = "temporal")]
+    #[error(transparent)]
+    Temporal(#[from] crate::work::engine::temporal::TemporalError),
+}
+
+/// A harness, built and ready to serve.
+pub struct Runtime {
+    /// The configuration the harness was built from.
+    pub config: Config,
+    /// `server.bind`, bound first so that every part knows the base URL.
+    listener: TcpListener,
+    /// `server.base_url`, else `http://{the bound address}`.
+    base_url: String,
+    /// The store (`store.path`).
+    pub store: Arc<Store>,
+    /// The task service every binding serves.
+    pub tasks: Arc<Tasks>,
+    /// The embedded engine, or the Temporal one (`[engine] kind`).
+    pub engine: Arc<dyn Engine>,
+    /// `[model]`, the default.
+    pub model: Arc<dyn Model>,
+    /// The default and every `[models.NAME]`.
+    pub models: Models,
+    /// The builtin plugin and the operator's, loaded.
+    pub plugins: PluginHost,
+    /// The static prefix every model call starts with, built once here.
+    pub prefix: StaticPrefix,
+    /// `self` and the remote agents whose cards passed at start-up.
+    pub registry: Arc<Registry>,
+    /// What the model knows of each registered agent, as rendered in the `agents` section.
+    pub roster: Roster,
+    /// The skills the model may load, read and checked at start-up.
+    pub skills: Arc<Catalog>,
+    /// Creates, follows and cancels child tasks over A2A.
+    pub children: Arc<Children>,
+    /// Who may shape a new task's brief: `self` (this process's secret) and
+    /// `[[server.trusted_delegators]]`.
+    pub delegators: Arc<Delegators>,
+    /// This process's hold on `store.path`, kept until the runtime is dropped (after serving
+    /// has stopped and the engine with it).
+    _store_lock: StoreLock,
+}
+
+impl Runtime {
+    /// Builds the harness from its configuration, the model from `[model]`. Fetches the remote
+    /// agents' cards, so it takes as long as the slowest (at most `roster.card_timeout_secs`).
+    pub async fn build(config: Config) -> Result<Runtime, StartError> {
+        Runtime::build_with_env(config, |name| std::env::var(name).ok()).await
+    }
+
+    /// [`Runtime::build`], every environment variable (keys, tokens) read with `env`, so tests
+    /// can build a whole harness without touching the process environment.
+    pub async fn build_with_env(
+        config: Config,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Runtime, StartError> {
+        let model = build_model(&config.model, |path| config.resolve(path), &env)?;
+        Runtime::build_with_model_and_env(config, model, env).await
+    }
+
+    /// Builds the harness around a given model (tests and benchmarks), the delegators' tokens
+    /// read from the process environment.
+    pub async fn build_with_model(
+        config: Config,
+        model: Arc<dyn Model>,
+    ) -> Result<Runtime, StartError> {
+        Runtime::build_with_model_and_env(config, model, |name| std::env::var(name).ok()).await
+    }
+
+    /// Builds the harness around a given default model (the named ones still from
+    /// `[models.*]`), reading keys and the delegators' tokens with `env`, so tests can give them
+    /// without touching the process environment. A token that is missing is a configuration
+    /// error: a harness must not serve with a delegator it cannot recognise.
+    pub async fn build_with_model_and_env(
+        config: Config,
+        model: Arc<dyn Model>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Runtime, StartError> {
+        let models = build_models(model.clone(), &config.models, |p| config.resolve(p), &env)?;
+        let delegators = Arc::new(Delegators::from_config(&config.server, &env)?);
+        let agent_tokens = agent_tokens(&config, &env)?;
+        if config.model.provider.is_none() {
+            tracing::warn!(
+                "no model is configured: every task will fail until one is. {}",
+                crate::base::model::unconfigured::NO_MODEL_EXPLANATION
+            );
+        }
+        // Before anything else that touches the store or the address: a second process on the
+        // same store is told so, not that its port is taken.
+        let store_path = config.resolve(&config.store.path);
+        let store_lock = StoreLock::acquire(&store_path, lock_mode(config.engine.kind))?;
+        // Bound next: the base URL (port 0 picks one) is what children on `self` are sent to
+        // and what the card says, so every part below is built knowing it.
+        let listener = bind(&config.server.bind).await?;
+        let local = listener.local_addr().map_err(StartError::Serve)?;
+        let base_url = base_url(&config, local);
+        let store = Arc::new(Store::open(&store_path)?);
+        let hub = Arc::new(match config.engine.kind {
+            // Every loop of the store's tasks runs here: records may be kept between steps.
+            EngineKind::Embedded => TaskHub::new(store.clone()),
+            // Steps run on whichever worker takes them, on a store others write too.
+            EngineKind::Temporal => TaskHub::over_shared_store(store.clone()),
+        });
+        let (registry, roster) = discover_agents(&config, &base_url).await;
+        let registry = Arc::new(registry);
+        let skills = Arc::new(load_skills(&config)?);
+        let (wake_sender, wake_receiver) = wake_queue();
+        // This process in delegation chains: what its children carry and what a new task's
+        // chain is checked against.
+        let hops = HopRules {
+            instance: InstanceId::generate(),
+            max_hops: config.limits.max_delegation_hops,
+        };
+        tracing::info!(
+            instance = hops.instance.as_str(),
+            max_delegation_hops = hops.max_hops,
+            "delegation chains name this harness by its instance id"
+        );
+        let children = Arc::new(Children::new(
+            hub.clone(),
+            registry.clone(),
+            child_settings(&config, delegators.self_secret(), agent_tokens, &hops),
+            &base_url,
+            wake_sender,
+        ));
+        let effects = Arc::new(HostEffects::new(
+            registry.clone(),
+            children.clone(),
+            skills.clone(),
+        ));
+        let context = prompt_context(&config, &roster, &skills);
+        let plugins = PluginHost::load(&plugin_settings(&config), &context, effects).await?;
+        let prefix = static_prefix(&config, &plugins, &roster, &skills);
+        let settings = EngineSettings {
+            max_turns: config.limits.max_turns,
+            turn_budget_tokens: config.context.turn_budget_tokens,
+            compaction_fraction: config.context.compaction_fraction,
+            // Each model's own `max_output_tokens` applies: its provider fills it in.
+            max_output_tokens: None,
+            task_token_budget: config.limits.task_token_budget,
+        };
+        let parts = EngineParts {
+            hub: hub.clone(),
+            models: models.clone(),
+            tools: plugins.toolbox(),
+            prefix: prefix.clone(),
+            settings,
+            children: Some((children.clone(), wake_receiver)),
+            skills: skills.clone(),
+        };
+        let engine = start_engine(&config, parts).await?;
+        let rules = BriefRules {
+            models: model_names(&config),
+            task_token_budget: config.limits.task_token_budget,
+            hops,
+        };
+        let tasks = Arc::new(
+            Tasks::with_rules(hub, engine.clone(), rules)
+                .with_input_limits(input_limits(&config, &models)),
+        );
+        Ok(Runtime {
+            config,
+            listener,
+            base_url,
+            store,
+            tasks,
+            engine,
+            model,
+            models,
+            plugins,
+            prefix,
+            registry,
+            roster,
+            skills,
+            children,
+            delegators,
+            _store_lock: store_lock,
+        })
+    }
+
+    /// Where this harness listens (`server.bind`, bound when it was built).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has a local address")
+    }
+
+    /// The URL other agents reach this harness at: `server.base_url`, else the bound address.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The card this harness serves, reachable at `base_url`: the default card with `[card]`
+    /// laid on top.
+    pub fn card(&self, base_url: &str) -> AgentCard {
+        own_card(&self.config.card, base_url)
+    }
+
+    /// Resumes every open task, then serves until `shutdown` resolves; in-flight
+    /// requests finish, task loops stop (to resume at the next start), and the store is closed.
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StartError> {
+        let local = self.local_addr();
+        let base_url = self.base_url.clone();
+        let resumed = self.engine.resume_open()?;
+        if resumed > 0 {
+            tracing::info!(resumed, "resumed open tasks from the journal");
+        }
+        let followed = self.children.resume()?;
+        if followed > 0 {
+            tracing::info!(followed, "following open sub-tasks again");
+        }
+        let state = ServerState {
+            service: self.tasks.clone(),
+            card: self.card(&base_url),
+            delegators: self.delegators.clone(),
+            max_request_bytes: self.config.server.max_request_bytes,
+            rate_limit_per_minute: self.config.server.rate_limit_per_minute,
+            stream_keep_alive: std::time::Duration::from_secs(
+                self.config.server.stream_keep_alive_secs,
+            ),
+        };
+        let trusted: Vec<&str> = self.delegators.configured_ids().collect();
+        if !trusted.is_empty() {
+            tracing::info!(delegators = %trusted.join(", "), "trusted delegators");
+        }
+        tracing::info!(
+            "tiny-harness {} listening on http://{local} (base URL {base_url}); model: {}",
+            env!("CARGO_PKG_VERSION"),
+            self.model.describe()
+        );
+        for (name, model) in self.models.describe_named() {
+            tracing::info!("models.{name}: {model}");
+        }
+        let limits = ConnectionLimits::from_config(&self.config.server);
+        let result = serve(self.listener, router(state), limits, shutdown).await;
+        self.engine.shutdown().await;
+        self.children.shutdown().await;
+        tracing::info!("stopped");
+        result.map_err(StartError::Serve)
+    }
+}
+
+/// The engine `[engine] kind` names, from its parts.
+async fn start_engine(config: &Config, parts: EngineParts) -> Result<Arc<dyn Engine>, StartError> {
+    match config.engine.kind {
+        EngineKind::Embedded => Ok(EmbeddedEngine::start(parts)),
+        #[cfg(feature = "temporal")]
+        EngineKind::Temporal => {
+            let temporal = &config.engine.temporal;
+            let settings = crate::work::engine::temporal::TemporalSettings {
+                address: temporal.address.clone(),
+                namespace: temporal.namespace.clone(),
+                task_queue: temporal.task_queue.clone(),
+            };
+            let engine =
+                crate::work::engine::temporal::TemporalEngine::start(parts, settings).await?;
+            tracing::info!(
+                address = %temporal.address,
+                namespace = %temporal.namespace,
+                task_queue = %temporal.task_queue,
+                "tasks run as Temporal workflows"
+            );
+            Ok(engine)
+        }
+        // Refused when the configuration was checked; said again rather than run embedded.
+        #[cfg(not(feature = "temporal"))]
+        EngineKind::Temporal => Err(StartError::Config(ConfigError::invalid(
+            "engine.kind",
+            "\"temporal\" needs a harness built with the cargo feature `temporal`",
+        ))),
+    }
+}
+
+/// How this process holds its store: the embedded engine alone (it resumes and works every
+/// open task of the store), the Temporal engine's processes together (they share the work).
+fn lock_mode(kind: EngineKind) -> LockMode {
+    match kind {
+        EngineKind::Embedded => LockMode::Exclusive,
+        EngineKind::Temporal => LockMode::Shared,
+    }
+}
+
+/// Binds `addr` (`server.bind`).
+async fn bind(addr: &str) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+/// `server.base_url`, else `http://{local}`: where other agents, and this harness's own
+/// children, reach it.
+fn base_url(config: &Config, local: SocketAddr) -> String {
+    match &config.server.base_url {
+        Some(url) => url.trim_end_matches('/').to_string(),
+        None => format!("http://{local}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::state::tasks::input_limit::InputLimit;
+    use crate::work::agents::build_roster;
+
+    fn config(text: &str) -> Config {
+        Config::parse(text, Path::new("config.toml")).unwrap()
+    }
+
+    #[test]
+    fn each_model_gets_a_quarter_of_its_own_turn_budget_for_one_message() {
+        let window = |tokens: Option<usize>| -> Arc<dyn Model> {
+            Arc::new(crate::base::model::UnconfiguredModel::new(tokens))
+        };
+        let models = Models::new(
+            window(None),
+            std::collections::BTreeMap::from([
+                ("small".to_string(), window(Some(2_000))),
+                ("large".to_string(), window(Some(200_000))),
+            ]),
+        );
+        let limits = input_limits(&config("[context]\nturn_budget_tokens = 16000\n"), &models);
+        let limit = |budget_tokens: usize, max_tokens: usize| InputLimit {
+            budget_tokens,
+            max_tokens,
+            bytes_per_token: 4,
+        };
+        assert_eq!(limits.default, Some(limit(16_000, 4_000)));
+        assert_eq!(
+            limits.named["small"],
+            limit(2_000, 500),
+            "its window is smaller"
+        );
+        assert_eq!(
+            limits.named["large"],
+            limit(16_000, 4_000),
+            "the setting is smaller"
+        );
+    }
+
+    #[test]
+    fn plugins_read_the_skills_index_in_their_prompt_context() {
+        let skill = |name: &str, description: &str| crate::work::skills::Skill {
+            name: name.into(),
+            description: description.into(),
+            body: "body".into(),
+            file: format!("/skills/{name}/SKILL.md").into(),
+        };
+        let skills = Catalog::from_skills([
+            skill("style", "How replies are written."),
+            skill("bookkeeping", "The ledger's rules."),
+        ]);
+        let config = config("");
+        let base_url = config.server.effective_base_url();
+        let registry = Registry::new(own_card(&config.card, &base_url), &base_url);
+        let context = prompt_context(
+            &config,
+            &build_roster(&registry, config.roster.caps()),
+            &skills,
+        );
+        let listed: Vec<(String, String)> = context
+            .skills
+            .into_iter()
+            .map(|s| (s.name, s.description))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("bookkeeping".into(), "The ledger's rules.".into()),
+                ("style".into(), "How replies are written.".into())
+            ]
+        );
+        assert!(offline_prompt_context(&config).skills.is_empty());
+    }
+
+    #[test]
+    fn an_agent_token_comes_from_its_variable() {
+        let config = config(
+            "[[agents]]\nid = \"ledger\"\nurl = \"http://127.0.0.1:1\"\ntoken_env = \"LEDGER_TOKEN\"\n",
+        );
+        let tokens = agent_tokens(&config, &|name| {
+            (name == "LEDGER_TOKEN").then(|| "t".repeat(32))
+        })
+        .unwrap();
+        assert_eq!(tokens["ledger"], "t".repeat(32));
+    }
+
+    #[test]
+    fn a_missing_agent_token_names_the_setting_and_the_variable_golden() {
+        let config = config(
+            "[[agents]]\nid = \"a\"\nurl = \"http://127.0.0.1:1\"\n[[agents]]\nid = \"ledger\"\nurl = \"http://127.0.0.1:2\"\ntoken_env = \"LEDGER_TOKEN\"\n",
+        );
+        let err = agent_tokens(&config, &|_| None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "agents[1].token_env: environment variable LEDGER_TOKEN is not set or is empty; export the bearer token agent `ledger` knows this harness by"
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! The parts start-up builds from a configuration, one function each (the agents and their
+//! roster, the children's settings, the static prefix, skills, plugins, input limits): what
+//! [`super::Runtime::start`], `harness check` and `harness context` share.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::base::config::{Config, ConfigError};
+use crate::base::model::{Model, Models};
+use crate::state::tasks::hops::HopRules;
+use crate::state::tasks::input_limit::{InputLimit, InputLimits};
+use crate::work::agents::{
+    Registry, Roster, RosterEntry, build_roster, own_card, render_agents_with_models,
+};
+use crate::work::context::StaticPrefix;
+use crate::work::context::budget::{BYTES_PER_TOKEN, max_input_tokens, turn_budget};
+use crate::work::engine::children::ChildSettings;
+use crate::work::plugins::{
+    AgentEntry, CallLimits, PluginHost, PluginParticipant, PluginSettings, PluginSkill,
+    PromptContext, SkillSummary,
+};
+use crate::work::skills::{Catalog, SkillError};
+
+/// Fetches and checks every configured agent's card (all at once) and builds the roster the
+/// model and the plugins see; this harness (`self`) is reached at `base_url`.
+pub async fn discover_agents(config: &Config, base_url: &str) -> (Registry, Roster) {
+    let registry = Registry::discover(
+        own_card(&config.card, base_url),
+        base_url,
+        &config.agents,
+        config.roster.card_timeout(),
+    )
+    .await
+    .registry;
+    let roster = build_roster(&registry, config.roster.caps());
+    (registry, roster)
+}
+
+/// How children are created and followed, from `[limits]`, `agents` and the card.
+pub(super) fn child_settings(
+    config: &Config,
+    self_secret: &str,
+    tokens: HashMap<String, String>,
+    hops: &HopRules,
+) -> ChildSettings {
+    ChildSettings {
+        self_secret: self_secret.to_string(),
+        tokens,
+        participant_id: own_card(&config.card, &config.server.effective_base_url()).name,
+        max_depth: config.limits.max_subtask_depth,
+        max_children: config.limits.max_children_per_task,
+        max_parallel: config.limits.max_parallel_children,
+        hops: hops.clone(),
+        models: model_names(config),
+        unreachable_after: std::time::Duration::from_secs(config.limits.subtask_unreachable_secs),
+        deadline: std::time::Duration::from_secs(config.limits.subtask_deadline_secs),
+    }
+}
+
+/// The bearer token this harness presents to each agent with `token_env`, read with `env`. A
+/// variable that is not set is a configuration error naming the setting: the operator meant
+/// this harness to be trusted there, and it would not be.
+pub(super) fn agent_tokens(
+    config: &Config,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<HashMap<String, String>, ConfigError> {
+    let mut tokens = HashMap::new();
+    for (index, agent) in config.agents.iter().enumerate() {
+        let Some(variable) = &agent.token_env else {
+            continue;
+        };
+        match env(variable).filter(|token| !token.is_empty()) {
+            Some(token) => {
+                tokens.insert(agent.id.clone(), token);
+            }
+            None => {
+                return Err(ConfigError::invalid(
+                    format!("agents[{index}].token_env"),
+                    format!(
+                        "environment variable {variable} is not set or is empty; export the bearer token agent `{}` knows this harness by",
+                        agent.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(tokens)
+}
+
+/// The static prefix every model call of this harness starts with.
+pub fn static_prefix(
+    config: &Config,
+    plugins: &PluginHost,
+    roster: &Roster,
+    skills: &Catalog,
+) -> StaticPrefix {
+    StaticPrefix::build(
+        &plugins.prompt().render(),
+        &config.participants,
+        &skills.entries(),
+        &render_agents_with_models(roster, &model_names(config)),
+    )
+}
+
+/// The names of `[models.*]`, sorted: what a brief or `spawn_subtask` may name as `model`.
+pub fn model_names(config: &Config) -> Vec<String> {
+    config.models.keys().cloned().collect()
+}
+
+/// What one message may bring to the tasks of each model: a share of the model's turn budget
+/// (`context::budget`), checked when the message arrives.
+pub fn input_limits(config: &Config, models: &Models) -> InputLimits {
+    let limit = |model: &Arc<dyn Model>| {
+        let budget = turn_budget(config.context.turn_budget_tokens, model.context_window());
+        InputLimit {
+            budget_tokens: budget,
+            max_tokens: max_input_tokens(budget),
+            bytes_per_token: BYTES_PER_TOKEN,
+        }
+    };
+    InputLimits {
+        default: Some(limit(models.default_model())),
+        named: models
+            .names()
+            .into_iter()
+            .filter_map(|name| {
+                let model = models.resolve(Some(&name)).ok()?;
+                Some((name, limit(model)))
+            })
+            .collect(),
+    }
+}
+
+/// Reads and checks every skill of `[skills] dirs` (by default `skills` beside the
+/// configuration file, if it exists).
+pub fn load_skills(config: &Config) -> Result<Catalog, SkillError> {
+    Catalog::load(&config.skills.folders(|path| config.resolve(path)))
+}
+
+/// What `harness context` prints: the static prefix exactly as the model receives it, then each
+/// tool definition as the JSON sent beside it, sorted by name.
+pub fn render_context(
+    config: &Config,
+    plugins: &PluginHost,
+    roster: &Roster,
+    skills: &Catalog,
+) -> Result<String, serde_json::Error> {
+    use crate::work::tools::ToolHost;
+    let prefix = static_prefix(config, plugins, roster, skills);
+    let mut out = String::new();
+    out.push_str("=== static prefix (instructions) ===\n");
+    out.push_str(prefix.as_str());
+    out.push_str("\n\n=== tools ===\n");
+    for tool in plugins.toolbox().definitions() {
+        out.push_str(&serde_json::to_string_pretty(&tool)?);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The plugin folder, cache and limits from `[plugins]`.
+pub fn plugin_settings(config: &Config) -> PluginSettings {
+    let plugins = &config.plugins;
+    let (dir, dir_required) = match &plugins.dir {
+        Some(dir) => (config.resolve(dir), true),
+        None => (config.resolve(std::path::Path::new("plugins")), false),
+    };
+    PluginSettings {
+        dir: Some(dir),
+        dir_required,
+        cache_dir: Some(config.resolve(&plugins.cache_dir)),
+        limits: CallLimits {
+            memory_bytes: plugins.memory_mb as usize * 1024 * 1024,
+            deadline: std::time::Duration::from_millis(plugins.call_timeout_ms),
+        },
+        threads: plugins.threads,
+        max_concurrent_calls: plugins.max_concurrent_calls,
+    }
+}
+
+/// What plugins may know when they render: this harness's card, the roster, the standing
+/// participants and the skills index, all cleaned and capped by the host. Never URLs or
+/// configuration.
+pub fn prompt_context(config: &Config, roster: &Roster, skills: &Catalog) -> PromptContext {
+    let entry = |e: &RosterEntry| AgentEntry {
+        id: e.id.clone(),
+        name: e.name.clone(),
+        description: e.description.clone(),
+        skills: e
+            .skills
+            .iter()
+            .map(|s| SkillSummary {
+                name: s.name.clone(),
+                description: s.description.clone(),
+            })
+            .collect(),
+    };
+    PromptContext {
+        self_card: entry(roster.self_entry()),
+        agents: roster.remote().iter().map(entry).collect(),
+        participants: config
+            .participants
+            .iter()
+            .map(|p| PluginParticipant {
+                id: p.id.clone(),
+                kind: p.kind.as_str().to_string(),
+                role: p.role.as_str().to_string(),
+                display_name: p.display_name.clone(),
+            })
+            .collect(),
+        skills: skills
+            .skills()
+            .map(|s| PluginSkill {
+                name: s.name.clone(),
+                description: s.description.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The prompt context of a harness with no remote agents and no skills: its own card only. For
+/// tests and benchmarks, which must not reach the network or depend on the working directory.
+pub fn offline_prompt_context(config: &Config) -> PromptContext {
+    let base_url = config.server.effective_base_url();
+    let registry = Registry::new(own_card(&config.card, &base_url), &base_url);
+    let roster = build_roster(&registry, config.roster.caps());
+    prompt_context(config, &roster, &Catalog::default())
+}
+
+/// The configuration `serve` and `check` use: the file given, else `./config.toml` if present,
+/// else the embedded default.
+pub fn load_config(explicit: Option<&Path>) -> Result<Config, ConfigError> {
+    match explicit {
+        Some(path) => Config::load(path),
+        None if Path::new("config.toml").exists() => Config::load(Path::new("config.toml")),
+        None => Ok(crate::base::config::embedded_default()),
+    }
+}

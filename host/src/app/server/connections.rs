@@ -1,0 +1,279 @@
+//! Serving connections: the accept loop with its cap on open connections and each caller's
+//! share of them ([`crate::app::server::fair_share`]), and on each connection the header, body and idle
+//! timeouts (hyper enforces none of them by itself), the peer address and the connection's
+//! share handed to the routes, and graceful shutdown.
+//!
+//! hyper's own header timeout is not used: it also runs while a kept-alive connection waits for
+//! its next request, so it would close idle connections long before the idle timeout. Here a
+//! connection's clock is `Activity`: a new connection, or the first byte of a later request,
+//! starts the header timeout; a request in flight (its response streaming included) stops every
+//! connection timeout; a connection with nothing in flight and nothing begun is idle.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
+use axum::response::IntoResponse;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use crate::app::server::activity::{
+    Activity, BodyTimedOut, InFlight, Stall, TimedBody, Tracked, Watched,
+};
+use crate::app::server::fair_share::{CROWDED_HEAD_WAIT, ConnectionShare, Shares};
+use crate::base::config::ServerConfig;
+
+/// How long [`serve`], once shutdown is asked for, lets open requests (streams above all)
+/// finish before it returns anyway.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// How long the accept loop pauses after an accept error that is not one connection's (out of
+/// file descriptors, above all), so it does not spin while nothing can be accepted.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_secs(1);
+
+/// The limits every connection is served under; see `[server]` in the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// A request head (the first from when the connection opens, later ones from their first
+    /// byte) must arrive whole within this, or the connection is closed.
+    pub header_read_timeout: Duration,
+    /// A request body must arrive whole within this from its head, or the request gets HTTP 408
+    /// and the connection is closed.
+    pub body_read_timeout: Duration,
+    /// A connection with no request in flight and none begun is closed after this.
+    pub idle_timeout: Duration,
+    /// Connections open at once; past it, new connections wait in the listen queue, unaccepted,
+    /// until one closes.
+    pub max_connections: usize,
+    /// Connections one caller may hold of them; see [`crate::app::server::fair_share`].
+    pub max_connections_per_caller: usize,
+}
+
+impl ConnectionLimits {
+    /// The limits `[server]` sets.
+    pub fn from_config(server: &ServerConfig) -> ConnectionLimits {
+        ConnectionLimits {
+            header_read_timeout: Duration::from_secs(server.header_read_timeout_secs),
+            body_read_timeout: Duration::from_secs(server.body_read_timeout_secs),
+            idle_timeout: Duration::from_secs(server.idle_timeout_secs),
+            max_connections: server.max_connections,
+            max_connections_per_caller: server.connections_per_caller(),
+        }
+    }
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        ConnectionLimits::from_config(&ServerConfig::default())
+    }
+}
+
+/// Serves `router` on `listener` under `limits` until `shutdown` completes; then stops
+/// accepting, closes idle connections, and lets open requests finish for up to
+/// [`SHUTDOWN_GRACE`]. Each request carries its peer address (`ConnectInfo<SocketAddr>`) and
+/// its connection's place in its caller's share (`Arc<ConnectionShare>`), which the router's
+/// [`crate::app::server::fair_share::enforce`] claims.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let open = Arc::new(Semaphore::new(limits.max_connections));
+    let shares = Shares::new(limits.max_connections_per_caller);
+    let stopping = CancellationToken::new();
+    let mut connections = JoinSet::new();
+    let mut shutdown = pin!(shutdown);
+    loop {
+        // Past the cap nothing is accepted: new connections wait in the kernel's listen queue.
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            permit = open.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let share = shares.arriving(peer.ip());
+                let connection = Connection {
+                    router: router.clone(),
+                    peer,
+                    limits,
+                    stopping: stopping.clone(),
+                    share,
+                };
+                connections.spawn(connection.serve(stream, permit));
+            }
+            Err(error) => pause_after(error).await,
+        }
+        while connections.try_join_next().is_some() {}
+    }
+    drop(listener);
+    stopping.cancel();
+    let drained = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_GRACE, drained).await.is_err() {
+        tracing::warn!("requests still open after the shutdown grace period; stopping anyway");
+    }
+    // Dropping the set aborts the connections still open.
+    Ok(())
+}
+
+/// An error of one connection (reset before it was accepted) is nothing; any other (out of file
+/// descriptors) is logged and waited out.
+async fn pause_after(error: std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!("accept error: {error}; pausing before accepting again");
+    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+}
+
+/// One accepted connection and what it is served with.
+struct Connection {
+    router: Router,
+    peer: SocketAddr,
+    limits: ConnectionLimits,
+    stopping: CancellationToken,
+    /// Its place in its caller's share, given back when the connection ends.
+    share: Arc<ConnectionShare>,
+}
+
+impl Connection {
+    /// Serves the connection until it ends, its header or idle timeout passes, or shutdown has
+    /// closed it. `_permit` holds its place under the cap until then.
+    async fn serve(self, stream: TcpStream, _permit: OwnedSemaphorePermit) {
+        // Small JSON answers and stream events go out at once, not after Nagle's delay.
+        let _ = stream.set_nodelay(true);
+        let activity = Activity::new();
+        let io = TokioIo::new(Watched::new(stream, activity.clone()));
+        let (router, peer, body_timeout) = (self.router, self.peer, self.limits.body_read_timeout);
+        let requests = activity.clone();
+        let share = self.share.clone();
+        let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let in_flight = requests.request_started();
+            let served = Served {
+                peer,
+                share: share.clone(),
+                in_flight,
+            };
+            handle(request, router.clone(), body_timeout, served)
+        });
+        let mut builder = http1::Builder::new();
+        // Off: this module keeps the header timeout (see the module's notes).
+        builder.header_read_timeout(None);
+        let mut connection = pin!(builder.serve_connection(io, service));
+        let limits = self.limits;
+        let mut closing = false;
+        loop {
+            // A crowded connection (its address holds a share of silent ones) gets a short
+            // wait for its first head instead of the header timeout.
+            let header_timeout = if self.share.crowded() {
+                limits.header_read_timeout.min(CROWDED_HEAD_WAIT)
+            } else {
+                limits.header_read_timeout
+            };
+            let (deadline, stall) = activity.deadline(header_timeout, limits.idle_timeout);
+            tokio::select! {
+                biased;
+                result = connection.as_mut() => {
+                    if let Err(error) = result {
+                        tracing::debug!(%peer, "connection ended: {error}");
+                    }
+                    return;
+                }
+                () = self.stopping.cancelled(), if !closing => {
+                    closing = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+                () = activity.changed.notified() => {}
+                () = tokio::time::sleep_until(deadline) => match stall {
+                    Stall::None => {}
+                    Stall::Header => {
+                        tracing::debug!(%peer, "closing a connection: no whole request head in time");
+                        return;
+                    }
+                    // Closes at once when nothing has arrived; a request that slipped in first
+                    // is answered, then the connection closes.
+                    Stall::Idle if !closing => {
+                        closing = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
+                    Stall::Idle => return,
+                },
+            }
+        }
+    }
+}
+
+/// What a request carries from its connection.
+struct Served {
+    peer: SocketAddr,
+    share: Arc<ConnectionShare>,
+    in_flight: InFlight,
+}
+
+/// One request: its peer address and its connection's share added, its body timed, its
+/// response body tracked so the connection counts it in flight until it is sent.
+async fn handle(
+    request: Request<Incoming>,
+    router: Router,
+    body_timeout: Duration,
+    served: Served,
+) -> Result<Response<Tracked>, Infallible> {
+    let Served {
+        peer,
+        share,
+        in_flight,
+    } = served;
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(ConnectInfo(peer));
+    parts.extensions.insert(share);
+    let expired = Arc::new(AtomicBool::new(false));
+    let body = Body::new(TimedBody::new(body, body_timeout, expired.clone()));
+    let response = match router.oneshot(Request::from_parts(parts, body)).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    let response = if expired.load(Ordering::Relaxed) {
+        body_timed_out(body_timeout)
+    } else {
+        response
+    };
+    Ok(response.map(|body| Tracked::new(body, in_flight)))
+}
+
+/// HTTP 408 for a body that did not arrive in time, closing the connection: the rest of the
+/// body may still come, and would be read as the next request.
+fn body_timed_out(limit: Duration) -> Response<Body> {
+    let mut response = (
+        StatusCode::REQUEST_TIMEOUT,
+        format!("{}\n", BodyTimedOut(limit)),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}

@@ -1,0 +1,222 @@
+//! The JSON-RPC endpoint: reads the body, checks the envelope and the A2A headers, and runs the
+//! method through [`ops`]. Every JSON-RPC error is an HTTP 200 with a JSON body. A 0.3 method
+//! name (`message/send`) hands the request to [`v03`], which speaks the 0.3 shapes over the same
+//! operations.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use crate::app::server::extensions::Activated;
+use crate::app::server::headers;
+use crate::app::server::ops::{self, App, Reply, Requester, to_value};
+use crate::app::server::sse::{self, Framing, to_text};
+use crate::app::server::v03;
+use crate::base::protocol::jsonrpc::{
+    self, CONTENT_TYPE_NOT_SUPPORTED, Request, RequestId, RpcError, parse_params,
+};
+use crate::base::protocol::requests::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
+};
+use crate::base::protocol::types::StreamResponse;
+use crate::base::text::log_field;
+
+/// `POST /`: one JSON-RPC request.
+pub(crate) async fn rpc(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        // 413 when over the size limit; 400 when the body could not be read at all.
+        Err(rejection) => return (rejection.status(), rejection.body_text()).into_response(),
+    };
+    if let Err(error) = check_content_type(&headers) {
+        return json(jsonrpc::Response::failure(RequestId::Null, error));
+    }
+    let request = match Request::parse(&body) {
+        Ok(request) => request,
+        Err((id, error)) => return json(jsonrpc::Response::failure(id, error)),
+    };
+    let Request { id, method, params } = request;
+    tracing::debug!(method = %log_field::escape(&method), ?id, "JSON-RPC request");
+    let legacy = v03::is_method(&method);
+    let requester = match checked_headers(&app, &headers, legacy) {
+        Ok(requester) => requester,
+        Err(error) => return failure(id, &method, error),
+    };
+    let (reply, framing) = if legacy {
+        let reply = v03::call(&app, &requester, &method, params).await;
+        (reply, JsonRpcFraming::V03(id.clone()))
+    } else {
+        let reply = call(&app, &requester, &method, params).await;
+        (reply, JsonRpcFraming::V1(id.clone()))
+    };
+    let response = match reply {
+        Ok(Reply::Result(value)) => json(jsonrpc::Response::success(id, value)),
+        Ok(Reply::Stream(streaming)) => sse::respond(
+            app.state.service.clone(),
+            framing,
+            *streaming,
+            app.state.stream_keep_alive,
+        ),
+        Err(error) => failure(id, &method, error),
+    };
+    requester.activated.echo(response)
+}
+
+/// Stream items as JSON-RPC responses carrying the request's id: the result a 1.0
+/// `StreamResponse`, or (for a 0.3 method) the event in its 0.3 shape (`kind`, `final`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum JsonRpcFraming {
+    V1(RequestId),
+    V03(RequestId),
+}
+
+impl Framing for JsonRpcFraming {
+    fn encode(&self, item: Result<&StreamResponse, RpcError>) -> String {
+        let value = match (self, item) {
+            (JsonRpcFraming::V1(id), Ok(event)) => match serde_json::to_value(event) {
+                Ok(value) => jsonrpc::Response::success(id.clone(), value),
+                Err(err) => jsonrpc::Response::failure(id.clone(), RpcError::internal(err)),
+            },
+            (JsonRpcFraming::V03(id), Ok(event)) => {
+                jsonrpc::Response::success(id.clone(), v03::stream_event(event))
+            }
+            (JsonRpcFraming::V1(id) | JsonRpcFraming::V03(id), Err(error)) => {
+                jsonrpc::Response::failure(id.clone(), error)
+            }
+        };
+        to_text(&value)
+    }
+}
+
+fn failure(id: RequestId, method: &str, error: RpcError) -> Response {
+    tracing::debug!(
+        method = %log_field::escape(method),
+        code = error.code,
+        message = %log_field::escape(&error.message),
+        "JSON-RPC error"
+    );
+    json(jsonrpc::Response::failure(id, error))
+}
+
+/// The version a request names must be the one its method names: 1.0 for `SendMessage`, 0.3 for
+/// `message/send` (§3.6.2); the extensions it activates must be ones this server implements. The
+/// caller is identified last, against the trusted delegators; a refused `Authorization` is a
+/// JSON-RPC error like any other (HTTP 200).
+fn checked_headers(app: &App, headers: &HeaderMap, legacy: bool) -> Result<Requester, RpcError> {
+    if legacy {
+        headers::check_legacy_version(headers)?;
+    } else {
+        headers::check_version(headers)?;
+    }
+    let activated = Activated::from_headers(headers, legacy, &app.supported_extensions)?;
+    let caller = headers::caller(headers, &app.state.delegators)?;
+    Ok(Requester { caller, activated })
+}
+
+/// A body declared as something other than JSON is refused before it is parsed; a request that
+/// declares no type is read as JSON.
+fn check_content_type(headers: &HeaderMap) -> Result<(), RpcError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let value = String::from_utf8_lossy(value.as_bytes()).to_string();
+    if headers::is_json_media_type(&value) {
+        return Ok(());
+    }
+    Err(RpcError::new(
+        CONTENT_TYPE_NOT_SUPPORTED,
+        format!("Content-Type {value:?} is not supported; send application/json"),
+    )
+    .with_metadata("contentType", value))
+}
+
+/// A JSON-RPC response as HTTP 200 `application/json`.
+pub(crate) fn json(response: jsonrpc::Response) -> Response {
+    match serde_json::to_vec(&response) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(err) => json(jsonrpc::Response::failure(
+            RequestId::Null,
+            RpcError::internal(err),
+        )),
+    }
+}
+
+/// Runs a 1.0 method.
+async fn call(
+    app: &App,
+    requester: &Requester,
+    method: &str,
+    params: Value,
+) -> Result<Reply, RpcError> {
+    match method {
+        "SendMessage" => {
+            let request: SendMessageRequest = parse_params(params)?;
+            to_value(&ops::send_message(app, requester, request).await?)
+        }
+        "SendStreamingMessage" => {
+            let request: SendMessageRequest = parse_params(params)?;
+            let streaming = ops::send_streaming_message(app, requester, request).await?;
+            Ok(Reply::Stream(Box::new(streaming)))
+        }
+        "SubscribeToTask" => {
+            let request: SubscribeToTaskRequest = parse_params(params)?;
+            let streaming = ops::subscribe(app, requester, request).await?;
+            Ok(Reply::Stream(Box::new(streaming)))
+        }
+        "GetTask" => {
+            let request: GetTaskRequest = parse_params(params)?;
+            to_value(&ops::get_task(app, requester, request).await?)
+        }
+        "ListTasks" => {
+            let request: ListTasksRequest = parse_params(params)?;
+            to_value(&ops::list_tasks(app, requester, request).await?)
+        }
+        "CancelTask" => {
+            let request: CancelTaskRequest = parse_params(params)?;
+            to_value(&ops::cancel_task(app, requester, request).await?)
+        }
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => Err(ops::push_not_supported()),
+        "GetExtendedAgentCard" => Err(ops::extended_agent_card(app)),
+        other => Err(RpcError::method_not_found(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::protocol::types::{TaskState, TaskStatus, TaskStatusUpdateEvent};
+
+    #[test]
+    fn a_0_3_stream_item_is_the_event_in_its_0_3_shape() {
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                ..TaskStatus::default()
+            },
+            metadata: None,
+        });
+        let legacy = JsonRpcFraming::V03(RequestId::Number(1.into())).encode(Ok(&event));
+        let data: serde_json::Value = serde_json::from_str(&legacy).unwrap();
+        assert_eq!(data["result"]["kind"], "status-update");
+        assert_eq!(data["result"]["final"], false);
+    }
+}

@@ -1,0 +1,271 @@
+//! The HTTP headers that carry A2A service parameters (§3.2.6, §9.2) and the caller's identity,
+//! and the checks the server makes on them before any method runs.
+
+use axum::http::{HeaderMap, header};
+
+use crate::base::protocol::headers::{
+    A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, LEGACY_EXTENSIONS_HEADER, LEGACY_VERSION,
+    PARTICIPANT_HEADER, SUPPORTED_VERSION,
+};
+use crate::base::protocol::jsonrpc::{
+    INVALID_REQUEST, RpcError, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED,
+};
+use crate::state::tasks::creator::{self, AuthorizationError};
+use crate::state::tasks::{Caller, Delegators};
+
+/// Accepts `A2A-Version: 1.0` (a patch such as `1.0.2` is tolerated: §3.6 says patches never
+/// matter for compatibility) and refuses any other version with `VersionNotSupportedError`.
+///
+/// A missing or empty header is accepted as 1.0. §3.6.2 says an empty value means 0.3, but the
+/// method names of the two versions differ (`SendMessage`, 0.3's `message/send`), so a request
+/// that reaches a 1.0 method was written against 1.0 whatever its headers say; 0.3 clients,
+/// which send no header, use 0.3 names and are checked by [`check_legacy_version`].
+pub fn check_version(headers: &HeaderMap) -> Result<(), RpcError> {
+    check_one_of(headers, SUPPORTED_VERSION)
+}
+
+/// For a 0.3 method name: accepts no header, an empty one (§3.6.2: empty means 0.3) and
+/// `0.3[.patch]`; a request that names another version is refused.
+pub fn check_legacy_version(headers: &HeaderMap) -> Result<(), RpcError> {
+    check_one_of(headers, LEGACY_VERSION)
+}
+
+fn check_one_of(headers: &HeaderMap, version: &str) -> Result<(), RpcError> {
+    let Some(raw) = headers.get(A2A_VERSION_HEADER) else {
+        return Ok(());
+    };
+    let value = String::from_utf8_lossy(raw.as_bytes()).trim().to_string();
+    if value.is_empty() || is_version(&value, version) {
+        return Ok(());
+    }
+    let message = format!(
+        "A2A version {value:?} is not supported here; this agent supports {SUPPORTED_VERSION} \
+         (and {LEGACY_VERSION} by its 0.3 JSON-RPC method names), and this request needs {version}"
+    );
+    Err(RpcError::new(VERSION_NOT_SUPPORTED, message)
+        .with_metadata("requestedVersion", value)
+        .with_metadata(
+            "supportedVersions",
+            format!("{SUPPORTED_VERSION}, {LEGACY_VERSION}"),
+        ))
+}
+
+/// Whether a `Content-Type` value is JSON: `application/json`, or a `+json` type such as
+/// `application/a2a+json` (§11.1), parameters ignored.
+pub fn is_json_media_type(value: &str) -> bool {
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// `version` or `version.<patch>`, where the patch is digits.
+fn is_version(value: &str, version: &str) -> bool {
+    let Some(rest) = value.strip_prefix(version) else {
+        return false;
+    };
+    match rest.strip_prefix('.') {
+        None => rest.is_empty(),
+        Some(patch) => !patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit()),
+    }
+}
+
+/// The extensions a request activates: every URI its extension headers name (`A2A-Extensions`,
+/// and for a 0.3 method also 0.3's `X-A2A-Extensions`), each once, in the order named. A URI
+/// this server does not implement is refused, naming it, so a client never believes an
+/// extension is in force when it is not.
+pub fn activated_extensions(
+    headers: &HeaderMap,
+    legacy: bool,
+    supported: &[String],
+) -> Result<Vec<String>, RpcError> {
+    let names: &[&str] = if legacy {
+        &[A2A_EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER]
+    } else {
+        &[A2A_EXTENSIONS_HEADER]
+    };
+    let mut activated: Vec<String> = Vec::new();
+    let values = names.iter().flat_map(|name| headers.get_all(*name));
+    for raw in values {
+        let value = String::from_utf8_lossy(raw.as_bytes()).to_string();
+        for uri in value
+            .split(',')
+            .map(str::trim)
+            .filter(|uri| !uri.is_empty())
+        {
+            if !supported.iter().any(|known| known == uri) {
+                let message = format!(
+                    "extension {uri} is not supported; supported extensions: {}",
+                    supported.join(", ")
+                );
+                return Err(
+                    RpcError::new(UNSUPPORTED_OPERATION, message).with_metadata("extension", uri)
+                );
+            }
+            if !activated.iter().any(|known| known == uri) {
+                activated.push(uri.to_string());
+            }
+        }
+    }
+    Ok(activated)
+}
+
+impl From<AuthorizationError> for RpcError {
+    fn from(error: AuthorizationError) -> RpcError {
+        RpcError::new(INVALID_REQUEST, error.to_string()).with_metadata("header", "Authorization")
+    }
+}
+
+/// Who is calling, from the `Authorization` and `X-Participant-Id` headers: the rules are
+/// [`creator::identify`]'s.
+pub fn caller(headers: &HeaderMap, delegators: &Delegators) -> Result<Caller, AuthorizationError> {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .map(|raw| raw.to_str().map_err(|_| AuthorizationError::NotBearer))
+        .transpose()?;
+    let participant = headers
+        .get(PARTICIPANT_HEADER)
+        .and_then(|value| value.to_str().ok());
+    creator::identify(authorization, participant, delegators)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn with(name: &'static str, value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(name, HeaderValue::from_str(value).unwrap());
+        headers
+    }
+
+    #[test]
+    fn version_one_point_zero_with_or_without_a_patch_is_accepted() {
+        assert!(check_version(&HeaderMap::new()).is_ok());
+        assert!(check_version(&with(A2A_VERSION_HEADER, "1.0")).is_ok());
+        assert!(check_version(&with(A2A_VERSION_HEADER, " 1.0.2 ")).is_ok());
+    }
+
+    #[test]
+    fn other_versions_are_refused_naming_the_version() {
+        for version in ["0.3", "1.1", "1.01", "1.0.", "1.0.x", "2"] {
+            let err = check_version(&with(A2A_VERSION_HEADER, version)).unwrap_err();
+            assert_eq!(err.code, VERSION_NOT_SUPPORTED);
+            assert!(err.message.contains(version), "{}", err.message);
+            assert!(err.message.contains("supports 1.0"), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn a_legacy_method_takes_no_header_an_empty_one_or_zero_point_three() {
+        assert!(check_legacy_version(&HeaderMap::new()).is_ok());
+        assert!(check_legacy_version(&with(A2A_VERSION_HEADER, "")).is_ok());
+        assert!(check_legacy_version(&with(A2A_VERSION_HEADER, "0.3")).is_ok());
+        assert!(check_legacy_version(&with(A2A_VERSION_HEADER, "0.3.0")).is_ok());
+        let err = check_legacy_version(&with(A2A_VERSION_HEADER, "1.0")).unwrap_err();
+        assert_eq!(err.code, VERSION_NOT_SUPPORTED);
+    }
+
+    #[test]
+    fn json_media_types_include_the_a2a_type_and_parameters() {
+        assert!(is_json_media_type("application/json"));
+        assert!(is_json_media_type("Application/JSON; charset=utf-8"));
+        assert!(is_json_media_type("application/a2a+json"));
+        assert!(!is_json_media_type("text/plain"));
+        assert!(!is_json_media_type("application/xml"));
+    }
+
+    #[test]
+    fn unknown_extensions_are_refused_by_uri() {
+        let supported = vec!["https://a/ext".to_string()];
+        let ok = with(A2A_EXTENSIONS_HEADER, " https://a/ext ,");
+        assert_eq!(
+            activated_extensions(&ok, false, &supported).unwrap(),
+            ["https://a/ext"]
+        );
+        let bad = with(A2A_EXTENSIONS_HEADER, "https://a/ext, https://b/ext");
+        let err = activated_extensions(&bad, false, &supported).unwrap_err();
+        assert_eq!(err.code, UNSUPPORTED_OPERATION);
+        assert!(err.message.contains("https://b/ext"));
+    }
+
+    #[test]
+    fn no_header_activates_nothing_and_a_repeated_uri_is_activated_once() {
+        let supported = vec!["https://a/ext".to_string()];
+        assert!(
+            activated_extensions(&HeaderMap::new(), false, &supported)
+                .unwrap()
+                .is_empty()
+        );
+        let mut twice = with(A2A_EXTENSIONS_HEADER, "https://a/ext,https://a/ext");
+        twice.append(
+            A2A_EXTENSIONS_HEADER,
+            HeaderValue::from_static("https://a/ext"),
+        );
+        assert_eq!(
+            activated_extensions(&twice, false, &supported).unwrap(),
+            ["https://a/ext"]
+        );
+    }
+
+    #[test]
+    fn the_0_3_header_name_counts_only_for_a_0_3_method() {
+        let supported = vec!["https://a/ext".to_string()];
+        let legacy = with(LEGACY_EXTENSIONS_HEADER, "https://a/ext");
+        assert_eq!(
+            activated_extensions(&legacy, true, &supported).unwrap(),
+            ["https://a/ext"]
+        );
+        assert!(
+            activated_extensions(&legacy, false, &supported)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn participant_header_names_an_untrusted_caller() {
+        let delegators = Delegators::none();
+        let alice = caller(&with(PARTICIPANT_HEADER, "alice"), &delegators).unwrap();
+        assert_eq!(alice, Caller::from_header(Some("alice")));
+        assert!(!alice.trusted);
+        let anonymous = caller(&HeaderMap::new(), &delegators).unwrap();
+        assert_eq!(anonymous.participant_id, "user");
+    }
+
+    #[test]
+    fn a_delegator_bearer_token_wins_over_the_participant_header() {
+        let delegators = Delegators::none();
+        let mut headers = with(PARTICIPANT_HEADER, "mallory");
+        let bearer = format!("bEaReR {}", delegators.self_secret());
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&bearer).unwrap(),
+        );
+        assert_eq!(
+            caller(&headers, &delegators).unwrap(),
+            Caller::delegator("self")
+        );
+    }
+
+    #[test]
+    fn an_unknown_token_or_another_scheme_is_refused_without_echoing_it() {
+        let delegators = Delegators::none();
+        let unknown = with("authorization", "Bearer not-a-delegator-token");
+        let err = caller(&unknown, &delegators).unwrap_err();
+        assert_eq!(err, AuthorizationError::UnknownToken);
+        assert!(err.to_string().contains("server.trusted_delegators"));
+        assert!(!err.to_string().contains("not-a-delegator-token"));
+        for value in ["Basic dXNlcjpwYXNz", "Bearer", "token"] {
+            let err = caller(&with("authorization", value), &delegators).unwrap_err();
+            assert_eq!(err, AuthorizationError::NotBearer, "{value}");
+        }
+        let rpc = RpcError::from(AuthorizationError::UnknownToken);
+        assert_eq!(rpc.code, INVALID_REQUEST);
+    }
+}

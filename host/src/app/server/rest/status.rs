@@ -1,0 +1,150 @@
+//! How the REST binding answers: success bodies as `application/json`, and every A2A error as a
+//! `google.rpc.Status` object (§11.6) under the HTTP status §5.4 maps its code to.
+
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::RESPONSE_MEDIA_TYPE;
+use crate::base::protocol::jsonrpc::{self, RpcError};
+use crate::base::text::log_field;
+use crate::state::tasks::creator::AuthorizationError;
+
+/// The HTTP status and `google.rpc.Code` name of an A2A (or JSON-RPC) error code. A2A errors
+/// follow the table of §5.4 as the 1.0 specification published with the TCK gives it (409 for
+/// a task that cannot be canceled, 415 for an unsupported content type, 502 for an invalid agent
+/// response).
+pub fn http_status(code: i32) -> (StatusCode, &'static str) {
+    match code {
+        jsonrpc::TASK_NOT_FOUND | jsonrpc::METHOD_NOT_FOUND => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+        jsonrpc::TASK_NOT_CANCELABLE => (StatusCode::CONFLICT, "FAILED_PRECONDITION"),
+        jsonrpc::PUSH_NOTIFICATION_NOT_SUPPORTED
+        | jsonrpc::UNSUPPORTED_OPERATION
+        | jsonrpc::VERSION_NOT_SUPPORTED => (StatusCode::BAD_REQUEST, "UNIMPLEMENTED"),
+        jsonrpc::CONTENT_TYPE_NOT_SUPPORTED => {
+            (StatusCode::UNSUPPORTED_MEDIA_TYPE, "INVALID_ARGUMENT")
+        }
+        jsonrpc::INVALID_AGENT_RESPONSE => (StatusCode::BAD_GATEWAY, "INTERNAL"),
+        jsonrpc::EXTENDED_AGENT_CARD_NOT_CONFIGURED | jsonrpc::EXTENSION_SUPPORT_REQUIRED => {
+            (StatusCode::BAD_REQUEST, "FAILED_PRECONDITION")
+        }
+        jsonrpc::PARSE_ERROR | jsonrpc::INVALID_REQUEST | jsonrpc::INVALID_PARAMS => {
+            (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT")
+        }
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+    }
+}
+
+/// An error as §11.6 writes it: `{"error": {code, status, message, details}}`, the details
+/// holding the `ErrorInfo` (and any `BadRequest`) the JSON-RPC error carries.
+pub fn status_body(error: &RpcError) -> Value {
+    let (status, name) = http_status(error.code);
+    json!({
+        "error": {
+            "code": status.as_u16(),
+            "status": name,
+            "message": error.message,
+            "details": error.data,
+        }
+    })
+}
+
+/// An error as an HTTP response.
+pub(crate) fn error_response(error: &RpcError) -> Response {
+    tracing::debug!(code = error.code, message = %log_field::escape(&error.message), "REST error");
+    let (status, _) = http_status(error.code);
+    with_json(status, &status_body(error))
+}
+
+/// HTTP 401 with `WWW-Authenticate: Bearer` and a §11.6 body whose status is `UNAUTHENTICATED`.
+fn unauthenticated(error: AuthorizationError) -> Response {
+    tracing::debug!(%error, "REST request refused");
+    let rpc = RpcError::from(error);
+    let body = json!({
+        "error": {
+            "code": StatusCode::UNAUTHORIZED.as_u16(),
+            "status": "UNAUTHENTICATED",
+            "message": rpc.message,
+            "details": rpc.data,
+        }
+    });
+    let mut response = with_json(StatusCode::UNAUTHORIZED, &body);
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+pub(super) fn with_json<T: serde::Serialize>(status: StatusCode, value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => {
+            let content_type = HeaderValue::from_static(RESPONSE_MEDIA_TYPE);
+            (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
+        Err(err) => error_response(&RpcError::internal(err)),
+    }
+}
+
+/// Why a REST request is refused before its operation runs.
+pub(super) enum Refusal {
+    /// An A2A error, answered as §11.6 says.
+    A2a(RpcError),
+    /// The body could not be read (413 over the size limit, 400 otherwise).
+    Body(BytesRejection),
+    /// The `Authorization` header names no trusted delegator: HTTP 401, as REST clients expect
+    /// of a credential the server does not accept.
+    Unauthenticated(AuthorizationError),
+}
+
+impl From<RpcError> for Refusal {
+    fn from(error: RpcError) -> Refusal {
+        Refusal::A2a(error)
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::A2a(error) => error_response(&error),
+            Refusal::Body(rejection) => (rejection.status(), rejection.body_text()).into_response(),
+            Refusal::Unauthenticated(error) => unauthenticated(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a2a_errors_map_to_the_http_statuses_of_section_5_4() {
+        let cases = [
+            (jsonrpc::TASK_NOT_FOUND, 404),
+            (jsonrpc::TASK_NOT_CANCELABLE, 409),
+            (jsonrpc::PUSH_NOTIFICATION_NOT_SUPPORTED, 400),
+            (jsonrpc::UNSUPPORTED_OPERATION, 400),
+            (jsonrpc::CONTENT_TYPE_NOT_SUPPORTED, 415),
+            (jsonrpc::INVALID_AGENT_RESPONSE, 502),
+            (jsonrpc::EXTENDED_AGENT_CARD_NOT_CONFIGURED, 400),
+            (jsonrpc::EXTENSION_SUPPORT_REQUIRED, 400),
+            (jsonrpc::VERSION_NOT_SUPPORTED, 400),
+            (jsonrpc::INVALID_PARAMS, 400),
+            (jsonrpc::INTERNAL_ERROR, 500),
+        ];
+        for (code, status) in cases {
+            assert_eq!(http_status(code).0.as_u16(), status, "code {code}");
+        }
+    }
+
+    #[test]
+    fn an_error_body_is_a_google_rpc_status_with_its_error_info() {
+        let error = RpcError::new(jsonrpc::TASK_NOT_FOUND, "task not found: t")
+            .with_metadata("taskId", "t");
+        let body = status_body(&error);
+        assert_eq!(body["error"]["code"], 404);
+        assert_eq!(body["error"]["status"], "NOT_FOUND");
+        assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
+        assert_eq!(body["error"]["details"][0]["metadata"]["taskId"], "t");
+    }
+}

@@ -1,0 +1,142 @@
+//! The seam between the protocol server and the harness: what a caller can do to tasks.
+
+use async_trait::async_trait;
+
+use super::events::TaskEvents;
+use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
+use crate::base::protocol::types::{Task, TaskState};
+
+/// The participant id of a caller that names none.
+pub const ANONYMOUS_PARTICIPANT: &str = "user";
+
+/// Who is calling. An untrusted caller is whoever it says it is: the participant id from
+/// `X-Participant-Id` (or, for a message, `Message.metadata.participant_id`, which wins). A
+/// trusted delegator proved who it is with its bearer token, and speaks only as itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The participant the caller acts as: what it claims, or its delegator id when trusted.
+    pub participant_id: String,
+    /// Whether the caller is a trusted delegator, which may shape a new task's brief.
+    pub trusted: bool,
+}
+
+impl Caller {
+    /// The untrusted caller named by a header value, or the anonymous participant.
+    pub fn from_header(value: Option<&str>) -> Caller {
+        let id = value.map(str::trim).filter(|v| !v.is_empty());
+        Caller {
+            participant_id: id.unwrap_or(ANONYMOUS_PARTICIPANT).to_string(),
+            trusted: false,
+        }
+    }
+
+    /// The trusted delegator with this id, as its bearer token identified it.
+    pub fn delegator(id: impl Into<String>) -> Caller {
+        Caller {
+            participant_id: id.into(),
+            trusted: true,
+        }
+    }
+}
+
+/// A task's stream: its state when the subscription began, then every change after it.
+pub struct Subscription {
+    /// The task as it stood when the subscription began, sent first.
+    pub snapshot: Task,
+    /// Status and artifact updates after `snapshot`. A receiver that lags should resynchronise
+    /// with `get_task`.
+    pub events: TaskEvents,
+}
+
+/// Why a request about a task was refused. Each maps to one A2A error.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TaskError {
+    /// Also returned for a task the caller is not a participant of, so existence does not leak.
+    #[error("task not found: {0}")]
+    NotFound(String),
+    /// A cancel of a task that has already ended.
+    #[error("task {id} is {} and cannot be canceled", .state.short_name())]
+    NotCancelable {
+        /// The task's id.
+        id: String,
+        /// The state it ended in.
+        state: TaskState,
+    },
+    /// A message to a task that has already ended.
+    #[error("task {id} is {} and accepts no further messages", .state.short_name())]
+    Terminal {
+        /// The task's id.
+        id: String,
+        /// The state it ended in.
+        state: TaskState,
+    },
+    /// The request is malformed or breaks a rule; the text names the field and the fix.
+    #[error("{0}")]
+    InvalidParams(String),
+    /// A new task refused for its delegation chain (a loop between harnesses, or too many
+    /// hops): invalid params whose error says why in a form a parent can read.
+    #[error(transparent)]
+    Delegation(#[from] super::hops::HopRefusal),
+    /// The operation is not offered here; the text names it.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The harness failed (the store, most often); the text is safe to show, the log has more.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<super::hops::HopError> for TaskError {
+    fn from(error: super::hops::HopError) -> TaskError {
+        match error {
+            super::hops::HopError::Invalid(message) => TaskError::InvalidParams(message),
+            super::hops::HopError::Refused(refusal) => TaskError::Delegation(refusal),
+        }
+    }
+}
+
+/// What the protocol server needs from the harness. One implementation, [`crate::state::tasks::Tasks`].
+#[async_trait]
+pub trait TaskService: Send + Sync {
+    /// Creates a task from a message, or adds the message to the task it names. The
+    /// subscription starts before any work begins, so no event is missed.
+    async fn send_message(
+        &self,
+        caller: &Caller,
+        request: SendMessageRequest,
+    ) -> Result<Subscription, TaskError>;
+
+    /// The task, with at most `history_length` recent messages (all when `None`, none at 0).
+    async fn get_task(
+        &self,
+        caller: &Caller,
+        id: &str,
+        history_length: Option<i32>,
+    ) -> Result<Task, TaskError>;
+
+    /// The task once a settling event of `events` ended a wait for it: as the change that
+    /// settled it left it, when the events still hold that record, else as
+    /// [`TaskService::get_task`] reads it.
+    async fn settled_task(
+        &self,
+        caller: &Caller,
+        id: &str,
+        history_length: Option<i32>,
+        events: &TaskEvents,
+    ) -> Result<Task, TaskError> {
+        let _ = events;
+        self.get_task(caller, id, history_length).await
+    }
+
+    /// The caller's tasks, most recently updated first, one page at a time.
+    async fn list_tasks(
+        &self,
+        caller: &Caller,
+        request: ListTasksRequest,
+    ) -> Result<ListTasksResponse, TaskError>;
+
+    /// Cancels a task that is not terminal and returns it as it then is.
+    async fn cancel_task(&self, caller: &Caller, id: &str) -> Result<Task, TaskError>;
+
+    /// Follows a task that is not terminal.
+    async fn subscribe(&self, caller: &Caller, id: &str) -> Result<Subscription, TaskError>;
+}

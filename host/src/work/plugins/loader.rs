@@ -1,0 +1,113 @@
+//! Loading one plugin: compile (through the cache), link against the host functions and an
+//! empty WASI, pre-instantiate, and ask it once for its info, sections and tools.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::Engine;
+use wasmtime::component::{HasSelf, Linker};
+
+use super::bindings::types::{PluginInfo, PromptContext, SectionEdit, ToolDefinition};
+use super::bindings::{HarnessPlugin, HarnessPluginPre};
+use super::cache::{CacheOutcome, CompileCache};
+use super::errors::{PluginError, describe_failure};
+use super::plugin_log::{CallLog, LogRate};
+use super::sandbox::{CallLimits, StoreData, store};
+use crate::base::text::log_field::escape;
+
+/// A plugin ready to be called.
+pub struct LoadedPlugin {
+    /// The file name (`builtin` for the embedded one): how errors and logs name the plugin.
+    pub file: String,
+    pub info: PluginInfo,
+    pub pre: HarnessPluginPre<StoreData>,
+    pub sections: Vec<SectionEdit>,
+    pub tools: Vec<ToolDefinition>,
+    pub cache: CacheOutcome,
+    /// How much it has logged lately, all its calls together.
+    pub log_rate: Arc<LogRate>,
+}
+
+/// The linker every plugin is instantiated with: WASI p2 (nothing granted) and the host API.
+pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<StoreData>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    HarnessPlugin::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut linker, |data| data)?;
+    Ok(linker)
+}
+
+/// Compiles, links and interrogates one plugin.
+pub async fn load(
+    engine: &Engine,
+    linker: &Linker<StoreData>,
+    cache: &CompileCache,
+    file: &str,
+    bytes: &[u8],
+    limits: CallLimits,
+    ctx: &PromptContext,
+) -> Result<Arc<LoadedPlugin>, PluginError> {
+    let started = Instant::now();
+    let load_error = |reason: String| PluginError::Load {
+        file: file.to_string(),
+        reason,
+    };
+    let (component, outcome) = cache
+        .compile(engine, bytes)
+        .map_err(|err| load_error(format!("not a valid component: {err:#}")))?;
+    let instance_pre = linker.instantiate_pre(&component).map_err(|err| {
+        load_error(format!(
+            "it needs imports this harness does not give (only WASI with nothing granted and tiny-harness:plugin/host): {err:#}"
+        ))
+    })?;
+    let pre = HarnessPluginPre::new(instance_pre).map_err(|err| {
+        load_error(format!(
+            "it does not export tiny-harness:plugin/plugin@0.1.0: {err:#}"
+        ))
+    })?;
+
+    let log_rate = Arc::new(LogRate::default());
+    let mut store = store(engine, CallLog::new(file, log_rate.clone()), limits, None);
+    let call = |function: &str, err: wasmtime::Error, store: &wasmtime::Store<StoreData>| {
+        PluginError::Call {
+            file: file.to_string(),
+            function: function.to_string(),
+            reason: describe_failure(&err, store.data(), limits),
+        }
+    };
+    let instance = match pre.instantiate_async(&mut store).await {
+        Ok(instance) => instance,
+        Err(err) => return Err(call("instantiate", err, &store)),
+    };
+    let guest = instance.tiny_harness_plugin_plugin();
+    let info = match guest.call_info(&mut store).await {
+        Ok(info) => info,
+        Err(err) => return Err(call("info", err, &store)),
+    };
+    let sections = match guest.call_sections(&mut store, ctx).await {
+        Ok(sections) => sections,
+        Err(err) => return Err(call("sections", err, &store)),
+    };
+    let tools = match guest.call_tools(&mut store, ctx).await {
+        Ok(tools) => tools,
+        Err(err) => return Err(call("tools", err, &store)),
+    };
+    tracing::info!(
+        plugin = %escape(file),
+        name = %escape(&info.name),
+        version = %escape(&info.version),
+        sections = sections.len(),
+        tools = tools.len(),
+        cache = ?outcome,
+        ms = started.elapsed().as_millis() as u64,
+        "loaded plugin"
+    );
+    Ok(Arc::new(LoadedPlugin {
+        file: file.to_string(),
+        info,
+        pre,
+        sections,
+        tools,
+        cache: outcome,
+        log_rate,
+    }))
+}
