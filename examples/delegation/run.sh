@@ -15,7 +15,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 question="${1:-What is the current balance of the Acme Corp account?}"
 # The task extension's key in Task.metadata, and its URI, which a request names in
-# A2A-Extensions to get it (host/src/tasks/extension.rs).
+# A2A-Extensions to get it (host/src/state/records/extension.rs).
 ext_key="io.github.madarauchiha-314.tiny-harness/task"
 ext_uri="https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1"
 # How long a server may take to start (compiling the plugins on a cold cache included), and how
