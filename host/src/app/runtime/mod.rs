@@ -29,7 +29,7 @@ use crate::work::skills::{Catalog, SkillError};
 
 mod parts;
 
-use parts::{agent_tokens, child_settings};
+use parts::{agent_secrets, agent_tokens, child_settings};
 pub use parts::{
     discover_agents, input_limits, load_config, load_skills, model_names, offline_prompt_context,
     plugin_settings, prompt_context, render_context, static_prefix,
@@ -149,6 +149,7 @@ impl Runtime {
         let models = build_models(model.clone(), &config.models, |p| config.resolve(p), &env)?;
         let delegators = Arc::new(Delegators::from_config(&config.server, &env)?);
         let agent_tokens = agent_tokens(&config, &env)?;
+        let agent_secrets = agent_secrets(&config, &env)?;
         if config.model.provider.is_none() {
             tracing::warn!(
                 "no model is configured: every task will fail until one is. {}",
@@ -189,7 +190,13 @@ impl Runtime {
         let children = Arc::new(Children::new(
             hub.clone(),
             registry.clone(),
-            child_settings(&config, delegators.self_secret(), agent_tokens, &hops),
+            child_settings(
+                &config,
+                delegators.self_secret(),
+                agent_tokens,
+                agent_secrets,
+                &hops,
+            ),
             &base_url,
             wake_sender,
         ));

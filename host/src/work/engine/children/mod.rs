@@ -30,7 +30,7 @@ use crate::state::store::StoreError;
 use crate::state::tasks::hops::HopRules;
 use crate::state::tasks::hub::TaskHub;
 use crate::work::agents::Registry;
-use crate::work::agents::client::A2aClient;
+use crate::work::agents::client::{A2aClient, AgentSecrets};
 use crate::work::tools::brief::ChildBrief;
 
 pub use spawn::depth_of;
@@ -43,6 +43,9 @@ pub struct ChildSettings {
     pub self_secret: String,
     /// Bearer tokens by agent id (`agents[].token_env`): those agents trust this harness.
     pub tokens: HashMap<String, String>,
+    /// API keys and OAuth2 token sources by agent id (`agents[].api_key_env`,
+    /// `[agents.oauth2]`), presented where an agent's card asks for them.
+    pub secrets: HashMap<String, AgentSecrets>,
     /// The participant id this harness gives agents that do not trust it.
     pub participant_id: String,
     /// `[limits] max_subtask_depth`.
@@ -111,7 +114,9 @@ impl Children {
     ) -> Children {
         Children {
             redactor: Redactor::new(
-                std::iter::once(&settings.self_secret).chain(settings.tokens.values()),
+                std::iter::once(&settings.self_secret)
+                    .chain(settings.tokens.values())
+                    .chain(settings.secrets.values().filter_map(|s| s.api_key.as_ref())),
             ),
             hub,
             registry,
@@ -187,10 +192,7 @@ impl Children {
     async fn report(&self, parent: &str, child: &str, agent: &str, news: &ChildNews) {
         let news = ChildNews {
             state: news.state,
-            note: news
-                .note
-                .as_deref()
-                .map(|note| self.redactor.mask_only(note)),
+            note: news.note.as_deref().map(|note| self.mask(note)),
             spent: news.spent,
         };
         match report::record(&self.hub, parent, child, agent, &news).await {
