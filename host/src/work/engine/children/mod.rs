@@ -35,8 +35,9 @@ use crate::work::tools::brief::ChildBrief;
 
 pub use spawn::depth_of;
 
-/// How children are made and followed, from `[limits]`, `[server]` and `agents`.
-#[derive(Debug, Clone)]
+/// How children are made and followed, from `[limits]`, `[server]` and `agents`. Its Debug
+/// prints no secret.
+#[derive(Clone)]
 pub struct ChildSettings {
     /// This process's secret: sent only to its own base URL, where it makes the harness a
     /// trusted delegator of itself.
@@ -64,6 +65,26 @@ pub struct ChildSettings {
     /// `[limits] subtask_deadline_secs`: how long a child may take from its creation before it
     /// is canceled on its agent and ends FAILED for the parent.
     pub deadline: Duration,
+}
+
+impl std::fmt::Debug for ChildSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut agents: Vec<&String> = self.tokens.keys().collect();
+        agents.sort();
+        f.debug_struct("ChildSettings")
+            .field("self_secret", &"[redacted]")
+            .field("tokens_for", &agents)
+            .field("secrets", &self.secrets)
+            .field("participant_id", &self.participant_id)
+            .field("max_depth", &self.max_depth)
+            .field("max_children", &self.max_children)
+            .field("max_parallel", &self.max_parallel)
+            .field("hops", &self.hops)
+            .field("models", &self.models)
+            .field("unreachable_after", &self.unreachable_after)
+            .field("deadline", &self.deadline)
+            .finish()
+    }
 }
 
 /// Where a new child is to run and what it is asked.
