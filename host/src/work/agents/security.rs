@@ -74,8 +74,10 @@ enum Scheme {
     Bearer,
     /// `apiKeySecurityScheme` in a header: its name, lower-case.
     ApiKeyHeader(String),
-    /// `oauth2SecurityScheme` with a `clientCredentials` flow.
-    OAuth2ClientCredentials,
+    /// `oauth2SecurityScheme` with a `clientCredentials` flow, or `openIdConnectSecurityScheme`
+    /// (a provider's access token from client credentials is the bearer JWT such an agent
+    /// checks): how it is named in a refusal.
+    OAuth2(&'static str),
     /// Anything else: why it cannot be presented.
     Unsupported(String),
 }
@@ -218,10 +220,10 @@ fn meet(
                     quote(header)
                 ));
             }
-            Scheme::OAuth2ClientCredentials => {
+            Scheme::OAuth2(kind) => {
                 let Some(granted) = configured.oauth2_scopes else {
                     return Err(format!(
-                        "scheme {quoted} (OAuth2 client credentials) needs a client: set {prefix}.oauth2"
+                        "scheme {quoted} ({kind}) needs a client: set {prefix}.oauth2"
                     ));
                 };
                 if let Some(missing) = scopes.iter().find(|s| !granted.contains(s)) {
@@ -300,7 +302,7 @@ fn scheme_of(value: &Value) -> Scheme {
                 .or_else(|| f.get("client_credentials"))
         });
         return match client_credentials {
-            Some(_) => Scheme::OAuth2ClientCredentials,
+            Some(_) => Scheme::OAuth2("OAuth2 client credentials"),
             None => Scheme::Unsupported("OAuth2 without a client-credentials flow".to_string()),
         };
     }
@@ -310,7 +312,7 @@ fn scheme_of(value: &Value) -> Scheme {
     )
     .is_some()
     {
-        return Scheme::Unsupported("OpenID Connect".to_string());
+        return Scheme::OAuth2("OpenID Connect, met with OAuth2 client credentials");
     }
     if member("mtlsSecurityScheme", "mtls_security_scheme").is_some() {
         return Scheme::Unsupported("mutual TLS".to_string());
@@ -459,21 +461,41 @@ mod tests {
     }
 
     #[test]
+    fn an_openid_connect_scheme_is_met_by_oauth2_client_credentials_golden() {
+        let card = card(
+            json!({"oidc": {"openIdConnectSecurityScheme": {"openIdConnectUrl": "https://idp.example/.well-known/openid-configuration"}}}),
+            json!([{"schemes": {"oidc": {"list": []}}}]),
+        );
+        assert!(
+            plan_security(&card, 0, &agent(false, false, Some(&[])))
+                .unwrap()
+                .auth
+                .oauth2
+        );
+        assert_eq!(
+            problem(&card, &agent(true, false, None)),
+            format!(
+                "{BEARER}scheme \"oidc\" (OpenID Connect, met with OAuth2 client credentials) needs a client: set agents[0].oauth2"
+            )
+        );
+    }
+
+    #[test]
     fn the_first_requirement_met_is_used_and_unmet_ones_are_all_explained() {
         let card = card(
             json!({
-                "oidc": {"openIdConnectSecurityScheme": {"openIdConnectUrl": "https://x/.well-known/openid-configuration"}},
+                "mtls": {"mtlsSecurityScheme": {}},
                 "key": {"api_key_security_scheme": {"location": "header", "name": "x-key"}},
                 "basic": {"httpAuthSecurityScheme": {"scheme": "Basic"}}
             }),
-            json!([{"schemes": {"oidc": {}}}, {"schemes": {"basic": {}}}, {"schemes": {"key": {}}}]),
+            json!([{"schemes": {"mtls": {}}}, {"schemes": {"basic": {}}}, {"schemes": {"key": {}}}]),
         );
         let plan = plan_security(&card, 0, &agent(false, true, None)).unwrap();
         assert_eq!(plan.auth.api_key_header.as_deref(), Some("x-key"));
         assert_eq!(
             problem(&card, &agent(false, false, None)),
             format!(
-                "{BEARER}scheme \"oidc\" is OpenID Connect, which this harness cannot present; or scheme \"basic\" is HTTP \"Basic\" authentication, which this harness cannot present; or scheme \"key\" (an API key in the header \"x-key\") needs a key: set agents[0].api_key_env"
+                "{BEARER}scheme \"mtls\" is mutual TLS, which this harness cannot present; or scheme \"basic\" is HTTP \"Basic\" authentication, which this harness cannot present; or scheme \"key\" (an API key in the header \"x-key\") needs a key: set agents[0].api_key_env"
             )
         );
     }
