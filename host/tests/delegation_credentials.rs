@@ -213,7 +213,7 @@ fn front_desk_model() -> Arc<FnModel> {
             return Answer::Reply(text(&format!("Heard: {note}")));
         }
         match last_tool_result(request) {
-            Some(result) if result.contains("error") || result.contains("unknown") => {
+            Some(result) if result.contains("[agent.") || result.contains("[subtask.") => {
                 Answer::Reply(text(&format!("Could not delegate: {result}")))
             }
             Some(_) => Answer::Reply(text("waiting")),
@@ -539,6 +539,40 @@ async fn an_oauth2_ledger_is_not_registered_without_a_client_and_the_log_names_t
             && line.contains("(OAuth2 client credentials) needs a client: set agents[0].oauth2")),
         "{log}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_endpoint_that_refuses_the_client_fails_the_sub_task_and_nothing_reaches_the_ledger()
+ {
+    let logs = CapturedLogs::process_wide();
+    let endpoint = endpoint(3600);
+    let token_url = serve_token_endpoint(endpoint.clone()).await;
+    let (schemes, requirement) = oauth2_schemes();
+    let (url, seen) = ledger(Guard::OAuth2(endpoint.clone()), schemes, requirement).await;
+    let model = front_desk_model();
+    let wrong_secret = "wrong-client-secret-canary-0123456789";
+    let front_desk = Node::start_with_env(
+        &oauth2_config(&url, &token_url),
+        model.clone(),
+        env(&[("LEDGER_SECRET", wrong_secret)]),
+    )
+    .await;
+
+    let task = ask(&front_desk).await;
+
+    let answer = answer(&task);
+    // The error the model reads, golden: what failed, never the endpoint's words nor a secret.
+    assert!(
+        answer.contains(
+            "[subtask.failed] could not create the sub-task: ledger could not be authenticated: no access token"
+        ),
+        "{answer}"
+    );
+    assert_eq!(endpoint.lock().unwrap().bad_client, 1);
+    let ledger = seen.lock().unwrap();
+    assert_eq!((ledger.accepted.len(), ledger.refused), (0, 0));
+    assert!(logs.text().contains("invalid_client"));
+    assert_nowhere("wrong-client-secret", &logs, &model, &[&task]);
 }
 
 fn source(token_url: &str, secret: &str) -> Arc<TokenSource> {
