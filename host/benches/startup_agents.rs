@@ -38,6 +38,8 @@ async fn agents(slow_delay: Duration) -> Vec<AgentConfig> {
             url: card_server(i, delay).await,
             version: None,
             token_env: None,
+            api_key_env: None,
+            oauth2: None,
         });
     }
     agents

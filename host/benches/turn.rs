@@ -61,6 +61,8 @@ async fn roster() -> Roster {
             url: card_server(i, Duration::ZERO).await,
             version: None,
             token_env: None,
+            api_key_env: None,
+            oauth2: None,
         });
     }
     let own = default_card("http://127.0.0.1:8080");

@@ -102,7 +102,7 @@ async fn check_lists_which_agents_would_be_registered_and_why_not() {
     assert!(line("good").ends_with(": registered as \"Good\" with 2 skills"));
     assert!(line("big").ends_with(": registered as \"Big\" with 20 skills"));
     assert!(line("secured").ends_with(
-        ": not registered: the card declares securitySchemes; agents that need authentication are not supported"
+        ": not registered: the card requires authentication this harness is not configured for: scheme \"bearer\" (HTTP Bearer) needs a token: set agents[1].token_env"
     ));
     assert!(
         line("slow").ends_with(": not registered: no card within 1 s (roster.card_timeout_secs)")

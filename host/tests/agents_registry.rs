@@ -26,6 +26,8 @@ fn agent(id: &str, url: &str) -> AgentConfig {
         url: url.into(),
         version: None,
         token_env: None,
+        api_key_env: None,
+        oauth2: None,
     }
 }
 
@@ -114,8 +116,8 @@ async fn each_faulty_agent_is_refused_with_its_reason_and_the_rest_are_registere
         Refusal::Fetch(FetchError::Unreachable { .. })
     ));
     assert_eq!(
-        refusal_of(&discovery, "secured"),
-        &Refusal::Card(CardProblem::SecuritySchemes)
+        refusal_of(&discovery, "secured").to_string(),
+        "the card requires authentication this harness is not configured for: scheme \"bearer\" (HTTP Bearer) needs a token: set agents[3].token_env"
     );
     assert_eq!(
         refusal_of(&discovery, "payments"),

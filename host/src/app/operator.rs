@@ -154,9 +154,23 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
             ),
             (None, None) => "not registered".to_string(),
         };
-        let token = match &agent.token_env {
-            Some(name) => format!(" (bearer token from {name})"),
-            None => String::new(),
+        let mut credentials = Vec::new();
+        if let Some(name) = &agent.token_env {
+            credentials.push(format!("bearer token from {name}"));
+        }
+        if let Some(name) = &agent.api_key_env {
+            credentials.push(format!("API key from {name}"));
+        }
+        if let Some(oauth2) = &agent.oauth2 {
+            credentials.push(format!(
+                "OAuth2 client {} with the secret from {}",
+                oauth2.client_id, oauth2.client_secret_env
+            ));
+        }
+        let token = if credentials.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", credentials.join(", "))
         };
         let _ = writeln!(
             out,

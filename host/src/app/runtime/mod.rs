@@ -29,7 +29,7 @@ use crate::work::skills::{Catalog, SkillError};
 
 mod parts;
 
-use parts::{agent_tokens, child_settings};
+use parts::{agent_secrets, agent_tokens, child_settings};
 pub use parts::{
     discover_agents, input_limits, load_config, load_skills, model_names, offline_prompt_context,
     plugin_settings, prompt_context, render_context, static_prefix,
@@ -149,6 +149,7 @@ impl Runtime {
         let models = build_models(model.clone(), &config.models, |p| config.resolve(p), &env)?;
         let delegators = Arc::new(Delegators::from_config(&config.server, &env)?);
         let agent_tokens = agent_tokens(&config, &env)?;
+        let agent_secrets = agent_secrets(&config, &env)?;
         if config.model.provider.is_none() {
             tracing::warn!(
                 "no model is configured: every task will fail until one is. {}",
@@ -189,7 +190,13 @@ impl Runtime {
         let children = Arc::new(Children::new(
             hub.clone(),
             registry.clone(),
-            child_settings(&config, delegators.self_secret(), agent_tokens, &hops),
+            child_settings(
+                &config,
+                delegators.self_secret(),
+                agent_tokens,
+                agent_secrets,
+                &hops,
+            ),
             &base_url,
             wake_sender,
         ));
@@ -472,5 +479,48 @@ mod tests {
             err.to_string(),
             "agents[1].token_env: environment variable LEDGER_TOKEN is not set or is empty; export the bearer token agent `ledger` knows this harness by"
         );
+    }
+
+    #[test]
+    fn a_missing_api_key_or_client_secret_names_the_setting_and_the_variable_golden() {
+        let api_key = config(
+            "[[agents]]\nid = \"ledger\"\nurl = \"http://127.0.0.1:1\"\napi_key_env = \"LEDGER_KEY\"\n",
+        );
+        assert_eq!(
+            agent_secrets(&api_key, &|_| None).unwrap_err().to_string(),
+            "agents[0].api_key_env: environment variable LEDGER_KEY is not set or is empty; export the API key agent `ledger` knows this harness by"
+        );
+        let oauth2 = config(
+            "[[agents]]\nid = \"ledger\"\nurl = \"http://127.0.0.1:1\"\n[agents.oauth2]\ntoken_url = \"http://127.0.0.1:2/t\"\nclient_id = \"desk\"\nclient_secret_env = \"LEDGER_SECRET\"\n",
+        );
+        assert_eq!(
+            agent_secrets(&oauth2, &|_| Some(String::new()))
+                .unwrap_err()
+                .to_string(),
+            "agents[0].oauth2.client_secret_env: environment variable LEDGER_SECRET is not set or is empty; export the client secret of client `desk`"
+        );
+    }
+
+    #[test]
+    fn the_children_settings_print_no_secret() {
+        let config = config(
+            "[[agents]]\nid = \"a\"\nurl = \"http://127.0.0.1:1\"\ntoken_env = \"A\"\n[[agents]]\nid = \"b\"\nurl = \"http://127.0.0.1:2\"\napi_key_env = \"B\"\n[[agents]]\nid = \"c\"\nurl = \"http://127.0.0.1:3\"\n[agents.oauth2]\ntoken_url = \"http://127.0.0.1:4/t\"\nclient_id = \"desk\"\nclient_secret_env = \"C\"\n",
+        );
+        let env = |name: &str| Some(format!("secret-of-{name}-0123456789"));
+        let hops = HopRules {
+            instance: InstanceId::generate(),
+            max_hops: 4,
+        };
+        let settings = child_settings(
+            &config,
+            "self-secret-0123456789",
+            agent_tokens(&config, &env).unwrap(),
+            agent_secrets(&config, &env).unwrap(),
+            &hops,
+        );
+        let text = format!("{settings:?}");
+        assert!(!text.contains("secret-of"), "{text}");
+        assert!(!text.contains("self-secret"), "{text}");
+        assert!(text.contains("client_id: \"desk\""), "{text}");
     }
 }

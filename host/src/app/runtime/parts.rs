@@ -10,6 +10,8 @@ use crate::base::config::{Config, ConfigError};
 use crate::base::model::{Model, Models};
 use crate::state::tasks::hops::HopRules;
 use crate::state::tasks::input_limit::{InputLimit, InputLimits};
+use crate::work::agents::client::AgentSecrets;
+use crate::work::agents::client::oauth2::{OAuth2Client, TokenSource};
 use crate::work::agents::{
     Registry, Roster, RosterEntry, build_roster, own_card, render_agents_with_models,
 };
@@ -42,11 +44,13 @@ pub(super) fn child_settings(
     config: &Config,
     self_secret: &str,
     tokens: HashMap<String, String>,
+    secrets: HashMap<String, AgentSecrets>,
     hops: &HopRules,
 ) -> ChildSettings {
     ChildSettings {
         self_secret: self_secret.to_string(),
         tokens,
+        secrets,
         participant_id: own_card(&config.card, &config.server.effective_base_url()).name,
         max_depth: config.limits.max_subtask_depth,
         max_children: config.limits.max_children_per_task,
@@ -86,6 +90,58 @@ pub(super) fn agent_tokens(
         }
     }
     Ok(tokens)
+}
+
+/// The API key and OAuth2 client secret of each agent configured with them, read with `env`.
+/// A variable that is not set is a configuration error naming the setting, as for `token_env`.
+/// Tokens are not fetched here: the token endpoint is asked on the first call to the agent.
+pub(super) fn agent_secrets(
+    config: &Config,
+    env: &impl Fn(&str) -> Option<String>,
+) -> Result<HashMap<String, AgentSecrets>, ConfigError> {
+    let read = |setting: String, variable: &str, what: &str| {
+        env(variable)
+            .filter(|value| !value.is_empty())
+            .ok_or_else(|| {
+                ConfigError::invalid(
+                    setting,
+                    format!(
+                        "environment variable {variable} is not set or is empty; export {what}"
+                    ),
+                )
+            })
+    };
+    let mut secrets = HashMap::new();
+    for (index, agent) in config.agents.iter().enumerate() {
+        let mut found = AgentSecrets::default();
+        if let Some(variable) = &agent.api_key_env {
+            let what = format!("the API key agent `{}` knows this harness by", agent.id);
+            found.api_key = Some(read(
+                format!("agents[{index}].api_key_env"),
+                variable,
+                &what,
+            )?);
+        }
+        if let Some(oauth2) = &agent.oauth2 {
+            let setting = format!("agents[{index}].oauth2.client_secret_env");
+            let what = format!("the client secret of client `{}`", oauth2.client_id);
+            let client_secret = read(setting, &oauth2.client_secret_env, &what)?;
+            let source = TokenSource::new(OAuth2Client {
+                token_url: oauth2.token_url.clone(),
+                client_id: oauth2.client_id.clone(),
+                client_secret,
+                scopes: oauth2.scopes.clone(),
+            })
+            .map_err(|err| {
+                ConfigError::invalid(format!("agents[{index}].oauth2"), err.to_string())
+            })?;
+            found.oauth2 = Some(Arc::new(source));
+        }
+        if found.api_key.is_some() || found.oauth2.is_some() {
+            secrets.insert(agent.id.clone(), found);
+        }
+    }
+    Ok(secrets)
 }
 
 /// The static prefix every model call of this harness starts with.

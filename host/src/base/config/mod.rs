@@ -2,6 +2,7 @@
 //! dotted setting it is about (`server.base_url`, `agents[1].url`). Secrets are never read from
 //! the file: only the names of the environment variables that hold them.
 
+pub mod agent_auth;
 pub mod card;
 mod defaults;
 mod engine;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use agent_auth::OAuth2Config;
 pub use card::{CardConfig, CardSkillConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
@@ -349,6 +351,14 @@ pub struct AgentConfig {
     /// which makes it one of that agent's trusted delegators. Without it, calls carry no token.
     #[serde(default)]
     pub token_env: Option<String>,
+    /// The environment variable holding the API key this harness presents in the header the
+    /// agent's card names (an `apiKeySecurityScheme` in a header).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// `[agents.oauth2]`: OAuth2 client credentials, for a card with an OAuth2 scheme that has a
+    /// client-credentials flow.
+    #[serde(default)]
+    pub oauth2: Option<OAuth2Config>,
 }
 
 impl Config {
@@ -372,6 +382,9 @@ impl Config {
         let config: Config = serde_path_to_error::deserialize(deserializer)
             .map_err(|err| validate::from_serde_error(&err))?;
         validate::validate(&config)?;
+        for (index, agent) in config.agents.iter().enumerate() {
+            agent_auth::validate_agent_auth(index, agent)?;
+        }
         Ok(config)
     }
 

@@ -35,7 +35,7 @@ use Kind::*;
 type Section = (&'static str, bool, &'static [(&'static str, Kind)]);
 
 /// Every setting, by section.
-const SECTIONS: [Section; 12] = [
+const SECTIONS: [Section; 13] = [
     (
         "server",
         false,
@@ -115,6 +115,17 @@ const SECTIONS: [Section; 12] = [
             ("url", Url),
             ("version", Text),
             ("token_env", EnvName),
+            ("api_key_env", EnvName),
+        ],
+    ),
+    (
+        "agents.oauth2",
+        false,
+        &[
+            ("token_url", Url),
+            ("client_id", Text),
+            ("client_secret_env", EnvName),
+            ("scopes", List),
         ],
     ),
     (
@@ -310,8 +321,19 @@ fn document() -> BoxedStrategy<Table> {
                         let entry = root
                             .entry(outer.to_string())
                             .or_insert_with(|| Value::Table(Table::new()));
-                        if let Value::Table(outer) = entry {
-                            outer.insert(inner.to_string(), value);
+                        match entry {
+                            Value::Table(outer) => {
+                                outer.insert(inner.to_string(), value);
+                            }
+                            // A table under a list of tables (`[agents.oauth2]`): in each entry.
+                            Value::Array(entries) => {
+                                for entry in entries {
+                                    if let Value::Table(entry) = entry {
+                                        entry.insert(inner.to_string(), value.clone());
+                                    }
+                                }
+                            }
+                            _ => {}
                         }
                     }
                 }

@@ -364,9 +364,6 @@ fn validate_agents(config: &Config) -> Result<(), ConfigError> {
             ));
         }
         check_http_url(&format!("agents[{index}].url"), &agent.url)?;
-        if let Some(name) = &agent.token_env {
-            check_env_name(&format!("agents[{index}].token_env"), name)?;
-        }
     }
     Ok(())
 }
@@ -389,7 +386,7 @@ fn check_id(setting: &str, id: &str) -> Result<(), ConfigError> {
 }
 
 /// The name of an environment variable: not blank, and nothing a shell could not export.
-fn check_env_name(setting: &str, name: &str) -> Result<(), ConfigError> {
+pub(super) fn check_env_name(setting: &str, name: &str) -> Result<(), ConfigError> {
     if name.trim().is_empty() {
         return Err(ConfigError::invalid(
             setting,
@@ -434,7 +431,7 @@ fn validate_participants(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn check_http_url(setting: &str, url: &str) -> Result<(), ConfigError> {
+pub(super) fn check_http_url(setting: &str, url: &str) -> Result<(), ConfigError> {
     let ok = reqwest::Url::parse(url)
         .map(|parsed| matches!(parsed.scheme(), "http" | "https") && parsed.host().is_some())
         .unwrap_or(false);

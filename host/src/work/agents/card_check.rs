@@ -1,5 +1,6 @@
 //! Whether a fetched card describes an agent this harness can delegate to: an A2A 1.0 JSON-RPC
-//! agent that needs no authentication and requires no extension we do not implement.
+//! agent that requires no extension we do not implement. What it asks of its callers is matched
+//! against the configured credentials by [`super::security`].
 
 use crate::base::protocol::card::AgentCard;
 use crate::base::protocol::card::{PROTOCOL_BINDING, PROTOCOL_VERSION};
@@ -23,34 +24,14 @@ pub enum CardProblem {
     #[error("the card's {PROTOCOL_BINDING} interface URL {0} is not an http:// or https:// URL")]
     /// The 1.0 interface's URL (quoted), which the client could not call.
     BadInterfaceUrl(String),
-    #[error("the card declares securitySchemes; agents that need authentication are not supported")]
-    /// The agent wants credentials this harness cannot present.
-    SecuritySchemes,
-    #[error(
-        "the card declares securityRequirements; agents that need authentication are not supported"
-    )]
-    /// The agent requires credentials this harness cannot present.
-    SecurityRequirements,
     #[error("the card requires the extension {0}, which this harness does not implement")]
     /// The URI of a required extension: a request without it would be refused.
     RequiredExtension(String),
 }
 
 /// Checks a card and returns the URL of its JSON-RPC 1.0 interface: where a later call to the
-/// agent goes. Security comes first, so an agent that wants credentials is named as such even
-/// when its card has other faults too.
+/// agent goes.
 pub fn check_card(card: &AgentCard) -> Result<String, CardProblem> {
-    if !card.security_schemes.is_empty() {
-        return Err(CardProblem::SecuritySchemes);
-    }
-    if !card.security_requirements.is_empty()
-        || card
-            .skills
-            .iter()
-            .any(|skill| !skill.security_requirements.is_empty())
-    {
-        return Err(CardProblem::SecurityRequirements);
-    }
     if let Some(extension) = card
         .capabilities
         .extensions
@@ -81,9 +62,8 @@ pub(super) fn quote(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::protocol::card::AgentExtension;
     use crate::base::protocol::card::default_card;
-    use crate::base::protocol::card::{AgentExtension, AgentSkill};
-    use serde_json::json;
 
     #[test]
     fn our_own_default_card_passes() {
@@ -101,27 +81,6 @@ mod tests {
         let mut card = default_card("http://x");
         card.supported_interfaces[0].protocol_binding = "GRPC".into();
         assert_eq!(check_card(&card), Err(CardProblem::NotVersion1));
-    }
-
-    #[test]
-    fn a_card_that_asks_for_authentication_is_refused() {
-        let mut card = default_card("http://x");
-        card.security_schemes.insert(
-            "bearer".into(),
-            json!({"httpAuthSecurityScheme": {"scheme": "Bearer"}}),
-        );
-        assert_eq!(check_card(&card), Err(CardProblem::SecuritySchemes));
-        let mut card = default_card("http://x");
-        card.security_requirements = vec![json!({"schemes": {"bearer": {"list": []}}})];
-        assert_eq!(check_card(&card), Err(CardProblem::SecurityRequirements));
-        let mut card = default_card("http://x");
-        card.skills = vec![AgentSkill {
-            id: "s".into(),
-            name: "S".into(),
-            security_requirements: vec![json!({})],
-            ..AgentSkill::default()
-        }];
-        assert_eq!(check_card(&card), Err(CardProblem::SecurityRequirements));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Agents a task may be delegated to, and what the model may know of them.
 //!
 //! At start-up [`Registry::discover`] fetches every configured agent's card at once
-//! ([`card_fetch`], bounded in time and size), checks it ([`card_check`]: A2A 1.0, no
-//! authentication, no unknown required extension) and registers those that pass beside `self`,
+//! ([`card_fetch`], bounded in time and size), checks it ([`card_check`]: A2A 1.0, no unknown
+//! required extension; [`security`]: the credentials it asks for are configured) and registers
+//! those that pass beside `self`,
 //! this harness, whose card is [`own_card()`]. From the registry, [`build_roster`] keeps only each
 //! agent's id, name, description and skills, [`clean()`]ed and capped; [`render_agents`] writes
 //! the roster into the static prefix's `agents` section, inside an untrusted block. Later, a
@@ -18,6 +19,7 @@ pub mod own_url;
 pub mod registry;
 pub mod roster;
 pub mod section;
+pub mod security;
 pub mod unknown;
 
 pub use card_check::{CardProblem, check_card};
@@ -30,4 +32,5 @@ pub use section::{
     AGENT_PARAMETER_DESCRIPTION, MODEL_PARAMETER_DESCRIPTION, render_agents,
     render_agents_with_models,
 };
+pub use security::{AgentAuth, SecurityProblem, plan_security};
 pub use unknown::{MAX_ECHOED_ID_CHARS, UNKNOWN_AGENT_CODE, UnknownAgent};

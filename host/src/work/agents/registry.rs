@@ -2,8 +2,9 @@
 //! and each configured agent whose card was fetched and passed [`check_card`] at start-up.
 //!
 //! An agent that fails is not registered: one warning names it and the reason, and start-up goes
-//! on without it (fail closed). The registry keeps each agent's card and interface URL for the
-//! client that will call it; neither reaches the roster or the context.
+//! on without it (fail closed). The registry keeps each agent's card, interface URL and the kinds
+//! of credentials its calls present ([`AgentAuth`]: names, never secrets) for the client that will
+//! call it; none of these reaches the roster or the context.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use crate::base::protocol::card::AgentCard;
 use super::card_check::{CardProblem, check_card, quote};
 use super::card_fetch::{CardFetcher, FetchError};
 use super::own_url::is_own_url;
+use super::security::{AgentAuth, SecurityProblem, plan_security};
 use super::unknown::UnknownAgent;
 
 /// The id that names this harness itself; `spawn_subtask` with no agent means it too.
@@ -27,12 +29,18 @@ pub struct RegisteredAgent {
     /// The card as fetched (for `self`, as served).
     pub card: AgentCard,
     interface_url: String,
+    auth: AgentAuth,
 }
 
 impl RegisteredAgent {
     /// Where the agent's A2A JSON-RPC 1.0 interface is. For the client only: never rendered.
     pub fn interface_url(&self) -> &str {
         &self.interface_url
+    }
+
+    /// Which credentials calls to the agent present, as its card asks. For the client only.
+    pub fn auth(&self) -> &AgentAuth {
+        &self.auth
     }
 }
 
@@ -45,6 +53,9 @@ pub enum Refusal {
     #[error(transparent)]
     /// The card was fetched but refused.
     Card(#[from] CardProblem),
+    #[error(transparent)]
+    /// The card asks for credentials that are not configured.
+    Security(#[from] SecurityProblem),
     /// The agent is this harness: `agents[].url`, or its card's interface URL, is this
     /// harness's own base URL.
     #[error(
@@ -91,6 +102,7 @@ impl Registry {
                 id: SELF_ID.to_string(),
                 card: own_card,
                 interface_url: base_url.to_string(),
+                auth: AgentAuth::default(),
             },
             remote: BTreeMap::new(),
         }
@@ -116,7 +128,8 @@ impl Registry {
             Ok(fetcher) => {
                 let registering = agents
                     .iter()
-                    .map(|agent| register(&fetcher, agent, base_url));
+                    .enumerate()
+                    .map(|(index, agent)| register(&fetcher, index, agent, base_url));
                 futures::future::join_all(registering).await
             }
             Err(err) => agents.iter().map(|_| Err(err.clone().into())).collect(),
@@ -175,6 +188,7 @@ impl Registry {
                 id: id.to_string(),
                 card,
                 interface_url,
+                auth: AgentAuth::default(),
             },
         );
         Ok(())
@@ -183,9 +197,11 @@ impl Registry {
 
 /// Fetches and checks one agent's card. An agent at this harness's own base URL is refused
 /// without a fetch (this harness serves nothing until start-up is done, so the fetch would only
-/// time out), and so is one whose card sends its calls there.
+/// time out), and so is one whose card sends its calls there, or asks for credentials that
+/// `agents[index]` does not configure.
 async fn register(
     fetcher: &CardFetcher,
+    index: usize,
     agent: &AgentConfig,
     base_url: &str,
 ) -> Result<RegisteredAgent, Refusal> {
@@ -195,18 +211,29 @@ async fn register(
             url: quote(&agent.url),
         });
     }
-    let card = fetcher.fetch(&agent.url).await?;
+    let mut card = fetcher.fetch(&agent.url).await?;
     let interface_url = check_card(&card)?;
+    let plan = plan_security(&card, index, agent)?;
     if is_own_url(&interface_url, base_url) {
         return Err(Refusal::OwnUrl {
             what: "its card's interface URL",
             url: quote(&interface_url),
         });
     }
+    if !plan.unusable_skills.is_empty() {
+        card.skills
+            .retain(|skill| !plan.unusable_skills.contains(&skill.id));
+        tracing::warn!(
+            agent = %agent.id,
+            "agents: {} skill(s) left out: their securityRequirements need credentials agents[{index}] does not configure",
+            plan.unusable_skills.len()
+        );
+    }
     Ok(RegisteredAgent {
         id: agent.id.clone(),
         card,
         interface_url,
+        auth: plan.auth,
     })
 }
 

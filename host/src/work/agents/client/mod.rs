@@ -5,13 +5,16 @@
 //! reads the card and chooses; [`A2aClient::with_dialect`] chooses without asking. Either way
 //! the caller works with the 1.0 types.
 
+mod auth;
 mod events;
 mod http;
 pub mod legacy;
+pub mod oauth2;
 
-use http::{idle_limited, invalid, read_ok_body, result_of, transport};
+use http::{idle_limited, invalid, read_ok_body, result_of};
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -31,6 +34,10 @@ use crate::base::protocol::jsonrpc::JSONRPC_VERSION;
 use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
 use crate::base::protocol::types::{SendMessageResponse, StreamResponse, Task};
 use crate::base::protocol::v03::{self, convert};
+
+pub use auth::AgentSecrets;
+use auth::Credentials;
+use oauth2::{TokenError, TokenSource};
 
 /// How long to wait for a TCP (and TLS) connection to an agent.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -95,6 +102,9 @@ pub enum ClientError {
     #[error("{0}")]
     /// The operation has no form in the agent's dialect.
     Unsupported(String),
+    #[error("cannot obtain an access token: {0}")]
+    /// No OAuth2 access token could be had for the agent: the call was not sent.
+    Credentials(#[source] TokenError),
 }
 
 impl ClientError {
@@ -135,7 +145,7 @@ pub struct A2aClient {
     endpoint: String,
     participant: Option<String>,
     /// Sent as `Authorization: Bearer …`: what makes this harness a trusted delegator there.
-    bearer: Option<String>,
+    auth: Credentials,
     /// Extension URIs activated on every request (`A2A-Extensions`).
     extensions: Vec<String>,
     next_id: AtomicU64,
@@ -155,7 +165,7 @@ impl A2aClient {
             endpoint: base_url.clone(),
             base_url,
             participant: None,
-            bearer: None,
+            auth: Credentials::default(),
             extensions: Vec::new(),
             next_id: AtomicU64::new(1),
             dialect: Dialect::V1_0,
@@ -201,8 +211,31 @@ impl A2aClient {
     /// Authenticates every call with this bearer token. Give it only to the agent it was issued
     /// for: whoever holds it may create tasks in the delegator's name.
     pub fn with_bearer(mut self, token: impl Into<String>) -> A2aClient {
-        self.bearer = Some(token.into());
+        self.auth.bearer = Some(token.into());
         self
+    }
+
+    /// Presents `key` in the header `header` on every call (an `apiKeySecurityScheme` in a
+    /// header). Fails on a header name that is not one.
+    pub fn with_api_key(mut self, header: &str, key: &str) -> Result<A2aClient, ClientError> {
+        let name = reqwest::header::HeaderName::from_bytes(header.as_bytes()).map_err(|_| {
+            ClientError::Unsupported("the API key's header name is not a header name".to_string())
+        })?;
+        self.auth.api_key = Some((name, auth::sensitive(key)));
+        Ok(self)
+    }
+
+    /// Authenticates every call with an OAuth2 access token from `source`, in place of any
+    /// bearer token; a 401 gets one new token and one retry.
+    pub fn with_oauth2(mut self, source: Arc<TokenSource>) -> A2aClient {
+        self.auth.oauth2 = Some(source);
+        self
+    }
+
+    /// `text` with every secret this client presents, or has presented, masked: for what the
+    /// agent sends back, which may quote an access token.
+    pub fn mask_secrets(&self, text: &str) -> String {
+        self.auth.mask(text)
     }
 
     /// Activates these extensions on every call (`A2A-Extensions`).
@@ -226,12 +259,8 @@ impl A2aClient {
     /// The agent's card as JSON, whatever version it is written in.
     pub async fn fetch_card_json(&self) -> Result<Value, ClientError> {
         let url = format!("{}{CARD_PATH}", self.base_url);
-        let request = self.http.get(&url).timeout(REQUEST_TIMEOUT);
-        let response = self
-            .headers(request)
-            .send()
-            .await
-            .map_err(transport(&url))?;
+        let build = || self.headers(self.http.get(&url).timeout(REQUEST_TIMEOUT));
+        let response = self.auth.send(&url, build).await?;
         let body = read_ok_body(&url, response).await?;
         serde_json::from_slice(&body).map_err(|err| invalid(&url, format!("agent card: {err}")))
     }
@@ -336,8 +365,8 @@ impl A2aClient {
         timeout: Duration,
     ) -> Result<R, ClientError> {
         let url = self.endpoint.clone();
-        let request = self.post(method, params).timeout(timeout);
-        let response = request.send().await.map_err(transport(&url))?;
+        let build = || self.post(method, params).timeout(timeout);
+        let response = self.auth.send(&url, build).await?;
         let body = read_ok_body(&url, response).await?;
         let result = result_of(&url, &body)?;
         serde_json::from_value(result)
@@ -351,10 +380,11 @@ impl A2aClient {
     ) -> Result<EventStream, ClientError> {
         let url = self.endpoint.clone();
         let dialect = self.dialect;
-        let request = self
-            .post(method, params)
-            .header(ACCEPT, "text/event-stream");
-        let response = request.send().await.map_err(transport(&url))?;
+        let build = || {
+            self.post(method, params)
+                .header(ACCEPT, "text/event-stream")
+        };
+        let response = self.auth.send(&url, build).await?;
         let is_sse = response
             .headers()
             .get(CONTENT_TYPE)
@@ -397,9 +427,6 @@ impl A2aClient {
         let mut request = request.header(A2A_VERSION_HEADER, version);
         if let Some(id) = &self.participant {
             request = request.header(PARTICIPANT_HEADER, id);
-        }
-        if let Some(token) = &self.bearer {
-            request = request.bearer_auth(token);
         }
         if !self.extensions.is_empty() {
             request = request.header(A2A_EXTENSIONS_HEADER, self.extensions.join(", "));

@@ -78,7 +78,7 @@ impl Children {
                 }
             }
             Ok(Err(err)) => {
-                tracing::warn!(%parent, %child, %agent, "could not cancel the sub-task: {}", self.redactor.mask_only(&err.to_string()))
+                tracing::warn!(%parent, %child, %agent, "could not cancel the sub-task: {}", self.mask(&err.to_string()))
             }
             Err(_) => tracing::warn!(%parent, %child, %agent, "cancelling the sub-task timed out"),
         }

@@ -146,7 +146,7 @@ impl Follower<'_> {
                             Ok(event) => event,
                             Err(err) => {
                                 if matches!(err, ClientError::InvalidResponse { .. }) {
-                                    tracing::warn!(parent = %self.parent, child = %self.child, agent = %self.agent, "the sub-task's event stream is not usable; polling it instead: {}", self.children.redactor.mask_only(&err.to_string()));
+                                    tracing::warn!(parent = %self.parent, child = %self.child, agent = %self.agent, "the sub-task's event stream is not usable; polling it instead: {}", self.children.mask(&err.to_string()));
                                     self.streams = false;
                                 }
                                 break;
@@ -207,10 +207,10 @@ impl Follower<'_> {
     async fn gave_up(&self, err: &ClientError) -> bool {
         let silent = self.last_answer.elapsed();
         if silent < self.children.settings.unreachable_after {
-            tracing::debug!(parent = %self.parent, child = %self.child, "sub-task's agent did not answer: {}", self.children.redactor.mask_only(&err.to_string()));
+            tracing::debug!(parent = %self.parent, child = %self.child, "sub-task's agent did not answer: {}", self.children.mask(&err.to_string()));
             return false;
         }
-        tracing::warn!(parent = %self.parent, child = %self.child, agent = %self.agent, "giving up on the sub-task: {}", self.children.redactor.mask_only(&err.to_string()));
+        tracing::warn!(parent = %self.parent, child = %self.child, agent = %self.agent, "giving up on the sub-task: {}", self.children.mask(&err.to_string()));
         let reason = format!(
             "{} stopped answering for {} s, so the sub-task is given up (last error: {})",
             self.agent,
@@ -242,5 +242,6 @@ fn describe(err: &ClientError) -> String {
         ClientError::Rpc { code, message, .. } => format!("error {code}: {message}"),
         ClientError::InvalidResponse { .. } => "an invalid response".into(),
         ClientError::Build(_) | ClientError::Unsupported(_) => "no client".into(),
+        ClientError::Credentials(_) => "no access token".into(),
     }
 }

@@ -30,19 +30,23 @@ use crate::state::store::StoreError;
 use crate::state::tasks::hops::HopRules;
 use crate::state::tasks::hub::TaskHub;
 use crate::work::agents::Registry;
-use crate::work::agents::client::A2aClient;
+use crate::work::agents::client::{A2aClient, AgentSecrets};
 use crate::work::tools::brief::ChildBrief;
 
 pub use spawn::depth_of;
 
-/// How children are made and followed, from `[limits]`, `[server]` and `agents`.
-#[derive(Debug, Clone)]
+/// How children are made and followed, from `[limits]`, `[server]` and `agents`. Its Debug
+/// prints no secret.
+#[derive(Clone)]
 pub struct ChildSettings {
     /// This process's secret: sent only to its own base URL, where it makes the harness a
     /// trusted delegator of itself.
     pub self_secret: String,
     /// Bearer tokens by agent id (`agents[].token_env`): those agents trust this harness.
     pub tokens: HashMap<String, String>,
+    /// API keys and OAuth2 token sources by agent id (`agents[].api_key_env`,
+    /// `[agents.oauth2]`), presented where an agent's card asks for them.
+    pub secrets: HashMap<String, AgentSecrets>,
     /// The participant id this harness gives agents that do not trust it.
     pub participant_id: String,
     /// `[limits] max_subtask_depth`.
@@ -61,6 +65,26 @@ pub struct ChildSettings {
     /// `[limits] subtask_deadline_secs`: how long a child may take from its creation before it
     /// is canceled on its agent and ends FAILED for the parent.
     pub deadline: Duration,
+}
+
+impl std::fmt::Debug for ChildSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut agents: Vec<&String> = self.tokens.keys().collect();
+        agents.sort();
+        f.debug_struct("ChildSettings")
+            .field("self_secret", &"[redacted]")
+            .field("tokens_for", &agents)
+            .field("secrets", &self.secrets)
+            .field("participant_id", &self.participant_id)
+            .field("max_depth", &self.max_depth)
+            .field("max_children", &self.max_children)
+            .field("max_parallel", &self.max_parallel)
+            .field("hops", &self.hops)
+            .field("models", &self.models)
+            .field("unreachable_after", &self.unreachable_after)
+            .field("deadline", &self.deadline)
+            .finish()
+    }
 }
 
 /// Where a new child is to run and what it is asked.
@@ -111,7 +135,9 @@ impl Children {
     ) -> Children {
         Children {
             redactor: Redactor::new(
-                std::iter::once(&settings.self_secret).chain(settings.tokens.values()),
+                std::iter::once(&settings.self_secret)
+                    .chain(settings.tokens.values())
+                    .chain(settings.secrets.values().filter_map(|s| s.api_key.as_ref())),
             ),
             hub,
             registry,
@@ -187,10 +213,7 @@ impl Children {
     async fn report(&self, parent: &str, child: &str, agent: &str, news: &ChildNews) {
         let news = ChildNews {
             state: news.state,
-            note: news
-                .note
-                .as_deref()
-                .map(|note| self.redactor.mask_only(note)),
+            note: news.note.as_deref().map(|note| self.mask(note)),
             spent: news.spent,
         };
         match report::record(&self.hub, parent, child, agent, &news).await {

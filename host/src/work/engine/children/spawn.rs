@@ -125,7 +125,7 @@ impl Children {
                         "-",
                         &agent_id,
                         TaskState::Completed,
-                        &self.redactor.mask_only(&message.text())
+                        &self.mask(&message.text())
                     )
                 ),
             )),
