@@ -19,7 +19,8 @@ use tiny_harness::base::protocol::types::{
     TaskStatusUpdateEvent,
 };
 use tiny_harness::state::tasks::events::{TaskEvent, TaskEvents};
-use tiny_harness::state::tasks::{Caller, Delegators, Subscription, TaskError, TaskService};
+use tiny_harness::app::server::identity::Credentials;
+use tiny_harness::state::tasks::{Caller, Subscription, TaskError, TaskService};
 use tiny_harness::work::agents::client::A2aClient;
 
 /// A message with this text leaves its task WORKING until it is canceled.
@@ -209,7 +210,9 @@ impl Server {
         let state = ServerState {
             service: Arc::new(FakeTasks::default()),
             card: default_card(&base),
-            delegators: Arc::new(Delegators::none()),
+            credentials: Arc::new(Credentials::none()),
+            verifier: None,
+            allow_anonymous: true,
             max_request_bytes,
             rate_limit_per_minute,
             stream_keep_alive: Duration::from_secs(

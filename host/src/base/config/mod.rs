@@ -8,6 +8,7 @@ mod engine;
 #[cfg(test)]
 mod properties;
 mod server;
+mod server_auth;
 mod skills;
 mod validate;
 
@@ -19,7 +20,8 @@ use serde::Deserialize;
 pub use card::{CardConfig, CardSkillConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
-pub use server::{ServerConfig, TrustedDelegatorConfig};
+pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
+pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
 pub use skills::{DEFAULT_SKILLS_DIR, MAX_SKILL_DIRS, SkillFolder, SkillsConfig};
 pub use validate::{MAX_DELEGATION_HOPS, SELF_AGENT_ID};
 
@@ -372,6 +374,7 @@ impl Config {
         let config: Config = serde_path_to_error::deserialize(deserializer)
             .map_err(|err| validate::from_serde_error(&err))?;
         validate::validate(&config)?;
+        server_auth::validate(&config.server)?;
         Ok(config)
     }
 

@@ -372,7 +372,7 @@ fn validate_agents(config: &Config) -> Result<(), ConfigError> {
 }
 
 /// Refuses a blank id, or one that is not [`is_plain_id`].
-fn check_id(setting: &str, id: &str) -> Result<(), ConfigError> {
+pub(super) fn check_id(setting: &str, id: &str) -> Result<(), ConfigError> {
     if id.trim().is_empty() {
         return Err(ConfigError::invalid(setting, "must not be blank"));
     }
@@ -389,7 +389,7 @@ fn check_id(setting: &str, id: &str) -> Result<(), ConfigError> {
 }
 
 /// The name of an environment variable: not blank, and nothing a shell could not export.
-fn check_env_name(setting: &str, name: &str) -> Result<(), ConfigError> {
+pub(super) fn check_env_name(setting: &str, name: &str) -> Result<(), ConfigError> {
     if name.trim().is_empty() {
         return Err(ConfigError::invalid(
             setting,
