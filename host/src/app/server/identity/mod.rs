@@ -25,8 +25,6 @@ use serde_json::json;
 
 pub use credentials::{Credentials, MIN_TOKEN_CHARS, Standing};
 
-use crate::app::server::dispatch;
-use crate::app::server::rest::status_body;
 use crate::base::protocol::card::CARD_PATH;
 use crate::base::protocol::headers::PARTICIPANT_HEADER;
 use crate::base::protocol::jsonrpc::{self, INVALID_REQUEST, RequestId, RpcError};
@@ -301,26 +299,30 @@ pub fn refusal_response(error: &IdentityError, json_rpc: bool) -> Response {
     );
     let rpc = error.rpc_error();
     let status = error.status();
-    let mut response = if json_rpc {
-        let mut response = dispatch::json(jsonrpc::Response::failure(RequestId::Null, rpc));
-        *response.status_mut() = status;
-        response
+    // Written here rather than by the bindings, which sit above this module: a JSON-RPC error
+    // object on `POST /`, a §11.6 `google.rpc.Status` elsewhere.
+    let body = if json_rpc {
+        serde_json::to_value(jsonrpc::Response::failure(RequestId::Null, rpc))
+            .unwrap_or_default()
     } else {
-        let mut body = status_body(&rpc);
-        body["error"]["code"] = json!(status.as_u16());
-        body["error"]["status"] = json!(match status {
-            StatusCode::FORBIDDEN => "PERMISSION_DENIED",
-            _ => "UNAUTHENTICATED",
-        });
-        let mut response = (
-            status,
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-            serde_json::to_vec(&body).unwrap_or_default(),
-        )
-            .into_response();
-        *response.status_mut() = status;
-        response
+        json!({
+            "error": {
+                "code": status.as_u16(),
+                "status": match status {
+                    StatusCode::FORBIDDEN => "PERMISSION_DENIED",
+                    _ => "UNAUTHENTICATED",
+                },
+                "message": rpc.message,
+                "details": rpc.data,
+            }
+        })
     };
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        serde_json::to_vec(&body).unwrap_or_default(),
+    )
+        .into_response();
     if status == StatusCode::UNAUTHORIZED {
         response
             .headers_mut()
