@@ -137,9 +137,7 @@ impl Server {
     /// One REST request (with a JSON body when given).
     async fn rest(&self, who: As<'_>, method: &str, path: &str, body: Option<Value>) -> Reply {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let mut request = self
-            .request(who, method, path)
-            .header("A2A-Version", "1.0");
+        let mut request = self.request(who, method, path).header("A2A-Version", "1.0");
         if let Some(body) = body {
             request = request.json(&body);
         }
@@ -262,23 +260,33 @@ async fn two_token_callers_cannot_see_each_others_tasks_whoever_they_name() {
     let server = Server::start(ASK, "").await;
     let (alice, bob) = (As::Bearer(ALICE_TOKEN), As::Bearer(BOB_TOKEN));
     let id = server.create(alice, "Reconcile March").await;
-    server.wait_for(alice, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    server
+        .wait_for(alice, &id, "TASK_STATE_INPUT_REQUIRED")
+        .await;
     let own = server.create(bob, "Count receipts").await;
-    assert_eq!(server.listed(alice).await, [id.clone()]);
-    assert_eq!(server.listed(bob).await, [own.clone()]);
+    assert_eq!(server.listed(alice).await, std::slice::from_ref(&id));
+    assert_eq!(server.listed(bob).await, std::slice::from_ref(&own));
 
     // Without naming alice, bob finds nothing of hers on any method.
     let by_id = json!({"id": id});
     for method in ["GetTask", "CancelTask", "SubscribeToTask"] {
         let reply = server.rpc(bob, method, by_id.clone()).await;
-        assert_eq!(reply.rpc_code(), Some(TASK_NOT_FOUND), "{method}: {}", reply.body);
+        assert_eq!(
+            reply.rpc_code(),
+            Some(TASK_NOT_FOUND),
+            "{method}: {}",
+            reply.body
+        );
     }
     let reply = server.rpc(bob, "SendMessage", send("hi", &id, None)).await;
     assert_eq!(reply.rpc_code(), Some(TASK_NOT_FOUND), "{}", reply.body);
     let legacy = server.rpc(bob, "tasks/get", by_id.clone()).await;
     assert_eq!(legacy.rpc_code(), Some(TASK_NOT_FOUND), "{}", legacy.body);
     let path = format!("/tasks/{id}");
-    assert_eq!(server.rest(bob, "GET", &path, None).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        server.rest(bob, "GET", &path, None).await.status,
+        StatusCode::NOT_FOUND
+    );
     let cancel = format!("/tasks/{id}:cancel");
     let reply = server.rest(bob, "POST", &cancel, None).await;
     assert_eq!(reply.status, StatusCode::NOT_FOUND);
@@ -287,22 +295,38 @@ async fn two_token_callers_cannot_see_each_others_tasks_whoever_they_name() {
     let posing = As::BearerClaiming(BOB_TOKEN, "alice");
     for method in ["ListTasks", "GetTask", "CancelTask", "SubscribeToTask"] {
         let reply = server.rpc(posing, method, by_id.clone()).await;
-        assert_eq!(reply.status, StatusCode::FORBIDDEN, "{method}: {}", reply.body);
+        assert_eq!(
+            reply.status,
+            StatusCode::FORBIDDEN,
+            "{method}: {}",
+            reply.body
+        );
     }
     let reply = server.rest(posing, "GET", "/tasks", None).await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN);
     assert_eq!(reply.body["error"]["status"], "PERMISSION_DENIED");
-    let reply = server.rpc(bob, "SendMessage", send("hi", &id, Some("alice"))).await;
-    assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.body);
     let reply = server
-        .rest(bob, "POST", "/message:send", Some(send("hi", &id, Some("alice"))))
+        .rpc(bob, "SendMessage", send("hi", &id, Some("alice")))
         .await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.body);
-    let reply = server.rpc(bob, "message/send", send_03("hi", Some("alice"))).await;
+    let reply = server
+        .rest(
+            bob,
+            "POST",
+            "/message:send",
+            Some(send("hi", &id, Some("alice"))),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.body);
+    let reply = server
+        .rpc(bob, "message/send", send_03("hi", Some("alice")))
+        .await;
     assert_eq!(reply.status, StatusCode::FORBIDDEN, "{}", reply.body);
 
     // Alice's task is as she left it, and still only hers.
-    server.wait_for(alice, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    server
+        .wait_for(alice, &id, "TASK_STATE_INPUT_REQUIRED")
+        .await;
     assert_eq!(server.listed(alice).await, [id]);
     assert_eq!(server.listed(bob).await, [own]);
     server.stop().await;
@@ -315,16 +339,36 @@ async fn self_and_reserved_ids_are_refused_without_their_credential_on_every_bin
         let claiming = As::Claiming(reserved);
         let replies = [
             server.rpc(claiming, "ListTasks", json!({})).await,
-            server.rpc(claiming, "SendMessage", send("hi", "", None)).await,
-            server.rpc(claiming, "tasks/get", json!({"id": "t"})).await,
-            server.rpc(claiming, "message/send", send_03("hi", None)).await,
-            server.rest(claiming, "GET", "/tasks", None).await,
-            server.rest(claiming, "POST", "/message:send", Some(send("hi", "", None))).await,
-            // In the message alone, from a caller that names no one in its headers.
-            server.rpc(As::Anonymous, "SendMessage", send("hi", "", Some(reserved))).await,
-            server.rpc(As::Anonymous, "message/send", send_03("hi", Some(reserved))).await,
             server
-                .rest(As::Anonymous, "POST", "/message:send", Some(send("hi", "", Some(reserved))))
+                .rpc(claiming, "SendMessage", send("hi", "", None))
+                .await,
+            server.rpc(claiming, "tasks/get", json!({"id": "t"})).await,
+            server
+                .rpc(claiming, "message/send", send_03("hi", None))
+                .await,
+            server.rest(claiming, "GET", "/tasks", None).await,
+            server
+                .rest(
+                    claiming,
+                    "POST",
+                    "/message:send",
+                    Some(send("hi", "", None)),
+                )
+                .await,
+            // In the message alone, from a caller that names no one in its headers.
+            server
+                .rpc(As::Anonymous, "SendMessage", send("hi", "", Some(reserved)))
+                .await,
+            server
+                .rpc(As::Anonymous, "message/send", send_03("hi", Some(reserved)))
+                .await,
+            server
+                .rest(
+                    As::Anonymous,
+                    "POST",
+                    "/message:send",
+                    Some(send("hi", "", Some(reserved))),
+                )
                 .await,
         ];
         for (index, reply) in replies.iter().enumerate() {
@@ -334,7 +378,9 @@ async fn self_and_reserved_ids_are_refused_without_their_credential_on_every_bin
             replies[0].body["error"]["message"]
                 .as_str()
                 .unwrap()
-                .contains(&format!("`{reserved}` is claimed by a credential of this server")),
+                .contains(&format!(
+                    "`{reserved}` is claimed by a credential of this server"
+                )),
             "{}",
             replies[0].body
         );
@@ -348,16 +394,26 @@ async fn self_and_reserved_ids_are_refused_without_their_credential_on_every_bin
 #[tokio::test]
 async fn without_anonymous_callers_every_binding_answers_401_and_the_card_is_still_served() {
     let server = Server::start(ANSWER, "allow_anonymous = false").await;
-    for who in [As::Anonymous, As::Claiming("mallory"), As::Bearer(FORGED_TOKEN)] {
+    for who in [
+        As::Anonymous,
+        As::Claiming("mallory"),
+        As::Bearer(FORGED_TOKEN),
+    ] {
         let replies = [
             server.rpc(who, "ListTasks", json!({})).await,
-            server.rpc(who, "SendStreamingMessage", send("hi", "", None)).await,
+            server
+                .rpc(who, "SendStreamingMessage", send("hi", "", None))
+                .await,
             server.rpc(who, "SubscribeToTask", json!({"id": "t"})).await,
             server.rpc(who, "message/stream", send_03("hi", None)).await,
             server.rpc(who, "tasks/get", json!({"id": "t"})).await,
             server.rest(who, "GET", "/tasks", None).await,
-            server.rest(who, "POST", "/message:send", Some(send("hi", "", None))).await,
-            server.rest(who, "POST", "/message:stream", Some(send("hi", "", None))).await,
+            server
+                .rest(who, "POST", "/message:send", Some(send("hi", "", None)))
+                .await,
+            server
+                .rest(who, "POST", "/message:stream", Some(send("hi", "", None)))
+                .await,
             server.rest(who, "GET", "/tasks/t:subscribe", None).await,
             server.rest(who, "GET", "/extendedAgentCard", None).await,
         ];
@@ -368,7 +424,11 @@ async fn without_anonymous_callers_every_binding_answers_401_and_the_card_is_sti
         assert_eq!(replies[5].body["error"]["status"], "UNAUTHENTICATED");
     }
     let card = server
-        .request(As::Anonymous, reqwest::Method::GET, "/.well-known/agent-card.json")
+        .request(
+            As::Anonymous,
+            reqwest::Method::GET,
+            "/.well-known/agent-card.json",
+        )
         .send()
         .await
         .unwrap();
@@ -376,7 +436,11 @@ async fn without_anonymous_callers_every_binding_answers_401_and_the_card_is_sti
     let id = server.create(As::Bearer(ALICE_TOKEN), "hello").await;
     assert_eq!(server.listed(As::Bearer(ALICE_TOKEN)).await, [id]);
     let stream = server
-        .rpc(As::Bearer(ALICE_TOKEN), "SendStreamingMessage", send("hi", "", None))
+        .rpc(
+            As::Bearer(ALICE_TOKEN),
+            "SendStreamingMessage",
+            send("hi", "", None),
+        )
         .await;
     assert_eq!(stream.status, StatusCode::OK, "a token caller streams");
     server.stop().await;
@@ -388,11 +452,18 @@ async fn an_anonymous_caller_lists_nothing_and_reaches_what_it_created_by_id() {
     let id = server.create(As::Anonymous, "hello").await;
     let named = server.create(As::Claiming("carol"), "hello").await;
     for who in [As::Anonymous, As::Claiming("carol")] {
-        assert!(server.listed(who).await.is_empty(), "{who:?} proved nothing");
+        assert!(
+            server.listed(who).await.is_empty(),
+            "{who:?} proved nothing"
+        );
     }
-    let reply = server.rpc(As::Anonymous, "GetTask", json!({"id": id})).await;
+    let reply = server
+        .rpc(As::Anonymous, "GetTask", json!({"id": id}))
+        .await;
     assert_eq!(reply.body["result"]["id"], id.as_str(), "{}", reply.body);
-    let reply = server.rpc(As::Claiming("carol"), "GetTask", json!({"id": named})).await;
+    let reply = server
+        .rpc(As::Claiming("carol"), "GetTask", json!({"id": named}))
+        .await;
     assert_eq!(reply.body["result"]["id"], named.as_str(), "{}", reply.body);
     // A token caller's listing holds only its own, never the anonymous pool.
     assert!(server.listed(As::Bearer(ALICE_TOKEN)).await.is_empty());
@@ -405,7 +476,9 @@ async fn a_proven_caller_is_rate_limited_by_its_id_not_its_address() {
     for _ in 0..3 {
         server.listed(As::Bearer(ALICE_TOKEN)).await;
     }
-    let limited = server.rpc(As::Bearer(ALICE_TOKEN), "ListTasks", json!({})).await;
+    let limited = server
+        .rpc(As::Bearer(ALICE_TOKEN), "ListTasks", json!({}))
+        .await;
     assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
     // Same address, other callers: each has its own quota.
     assert!(server.listed(As::Bearer(BOB_TOKEN)).await.is_empty());
@@ -421,7 +494,9 @@ async fn no_credential_appears_in_any_log_line_or_response() {
     let mut seen = String::new();
     let alice = As::Bearer(ALICE_TOKEN);
     let id = server.create(alice, "Reconcile March").await;
-    server.wait_for(alice, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    server
+        .wait_for(alice, &id, "TASK_STATE_INPUT_REQUIRED")
+        .await;
     let who = [
         alice,
         As::Bearer(LEDGER_TOKEN),
@@ -431,13 +506,22 @@ async fn no_credential_appears_in_any_log_line_or_response() {
     ];
     for who in who {
         seen += &server.rpc(who, "GetTask", json!({"id": id})).await.text;
-        seen += &server.rpc(who, "SendMessage", send("hi", &id, Some("bob"))).await.text;
+        seen += &server
+            .rpc(who, "SendMessage", send("hi", &id, Some("bob")))
+            .await
+            .text;
         seen += &server.rest(who, "GET", "/tasks", None).await.text;
-        seen += &server.rpc(who, "message/send", send_03("hi", None)).await.text;
+        seen += &server
+            .rpc(who, "message/send", send_03("hi", None))
+            .await
+            .text;
     }
     server.stop().await;
     let logged = logs.text();
-    assert!(logged.contains("refused for its identity"), "the refusals were logged");
+    assert!(
+        logged.contains("refused for its identity"),
+        "the refusals were logged"
+    );
     for token in [LEDGER_TOKEN, ALICE_TOKEN, BOB_TOKEN, FORGED_TOKEN] {
         assert!(!logged.contains(token), "a token in the log");
         assert!(!seen.contains(token), "a token in a response");
@@ -466,5 +550,8 @@ fn a_network_bind_without_caller_authentication_stops_start_up_with_exit_2() {
         stderr.contains("server.allow_anonymous: server.bind 0.0.0.0:0 is not a loopback address"),
         "{stderr}"
     );
-    assert!(!dir.path().join("harness.db").exists(), "nothing was opened");
+    assert!(
+        !dir.path().join("harness.db").exists(),
+        "nothing was opened"
+    );
 }

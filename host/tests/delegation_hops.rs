@@ -22,9 +22,7 @@ use serde_json::{Value, json};
 
 use delegation_support::*;
 use tiny_harness::base::model::ModelRequest;
-use tiny_harness::base::protocol::requests::{
-    SendMessageConfiguration, SendMessageRequest,
-};
+use tiny_harness::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
 use tiny_harness::base::protocol::types::{Message, Part, Role, SendMessageResponse, TaskState};
 use tiny_harness::state::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 use tiny_harness::state::tasks::hops::{CYCLE_REASON, HOPS_REASON, METADATA_KEY, REFUSAL_KEY};

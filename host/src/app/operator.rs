@@ -8,9 +8,9 @@ use std::sync::Arc;
 use crate::app::runtime::{
     StartError, load_skills, plugin_settings, prompt_context, render_context,
 };
+use crate::app::server::identity::Credentials;
 use crate::base::config::Config;
 use crate::base::model::{build_model, build_models};
-use crate::app::server::identity::Credentials;
 use crate::work::agents::{Discovery, Registry, Roster, build_roster, own_card};
 use crate::work::engine::HostEffects;
 use crate::work::plugins::PluginHost;

@@ -9,6 +9,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
+use tiny_harness::app::server::identity::Credentials;
 use tiny_harness::app::server::router::{ConnectionLimits, ServerState, router, serve};
 use tiny_harness::base::protocol::card::default_card;
 use tiny_harness::base::protocol::requests::{
@@ -19,7 +20,6 @@ use tiny_harness::base::protocol::types::{
     TaskStatusUpdateEvent,
 };
 use tiny_harness::state::tasks::events::{TaskEvent, TaskEvents};
-use tiny_harness::app::server::identity::Credentials;
 use tiny_harness::state::tasks::{Caller, Subscription, TaskError, TaskService};
 use tiny_harness::work::agents::client::A2aClient;
 

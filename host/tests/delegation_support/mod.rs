@@ -282,7 +282,8 @@ impl Node {
     /// How many tasks `participant` is on, read from the node's store: a caller that proves no
     /// identity lists nothing over A2A.
     pub fn stored_tasks_of(&self, participant: &str) -> usize {
-        let store = tiny_harness::state::store::Store::open(&self.dir().join("harness.db")).unwrap();
+        let store =
+            tiny_harness::state::store::Store::open(&self.dir().join("harness.db")).unwrap();
         let filter = tiny_harness::state::store::TaskFilter {
             participant_id: participant.to_string(),
             context_id: None,

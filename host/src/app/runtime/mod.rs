@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::app::server::identity::Credentials;
 use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
 use crate::base::config::{Config, ConfigError, EngineKind};
 use crate::base::model::{Model, ModelBuildError, Models, build_model, build_models};
 use crate::base::protocol::card::AgentCard;
 use crate::state::store::{LockError, LockMode, Store, StoreError, StoreLock};
+use crate::state::tasks::Tasks;
 use crate::state::tasks::creator::BriefRules;
 use crate::state::tasks::hops::{HopRules, InstanceId};
 use crate::state::tasks::hub::TaskHub;
-use crate::app::server::identity::Credentials;
-use crate::state::tasks::Tasks;
 use crate::work::agents::{Registry, Roster, own_card};
 use crate::work::context::StaticPrefix;
 use crate::work::engine::children::Children;

@@ -12,6 +12,7 @@ use axum::http::HeaderValue;
 use serde_json::Value;
 
 use crate::app::server::extensions::Activated;
+use crate::app::server::identity::{BearerVerifier, Credentials, IdentityError, METADATA_FIELD};
 use crate::app::server::validate;
 use crate::base::protocol::card::AgentCard;
 use crate::base::protocol::jsonrpc::{
@@ -25,10 +26,9 @@ use crate::base::protocol::requests::{
 use crate::base::protocol::types::{
     DIRECT_REPLY_KEY, Message, SendMessageResponse, StreamResponse, Task, TaskState,
 };
+use crate::state::tasks::creator::claimed_sender;
 use crate::state::tasks::creator::sender_of;
 use crate::state::tasks::events::RecvError;
-use crate::app::server::identity::{BearerVerifier, Credentials, IdentityError, METADATA_FIELD};
-use crate::state::tasks::creator::claimed_sender;
 use crate::state::tasks::{Caller, Subscription, TaskService};
 
 /// How long a blocking `SendMessage` waits for its task to settle before answering with the task

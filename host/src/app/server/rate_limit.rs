@@ -18,7 +18,6 @@ use axum::response::{IntoResponse, Response};
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-
 /// The limiter forgets idle keys once it tracks this many, and the refusal report counts at
 /// most this many distinct callers, so a scan from many addresses cannot grow memory without
 /// bound.
@@ -279,8 +278,7 @@ mod tests {
             ..crate::base::config::ServerConfig::default()
         };
         let token = |name: &str| format!("{name}-token-0123456789abcdef");
-        let credentials =
-            Credentials::from_config(&server, |name| Some(token(name))).unwrap();
+        let credentials = Credentials::from_config(&server, |name| Some(token(name))).unwrap();
         let identifier = Identifier::new(Arc::new(credentials), None, true);
         assert_eq!(
             key(&identifier, &bearer(&token("LEDGER"))).await,

@@ -41,8 +41,8 @@ pub fn router(state: ServerState) -> Router {
         state.verifier.clone(),
         state.allow_anonymous,
     ));
-    let limiter = NonZeroU32::new(state.rate_limit_per_minute)
-        .map(|rate| Arc::new(RateLimit::new(rate)));
+    let limiter =
+        NonZeroU32::new(state.rate_limit_per_minute).map(|rate| Arc::new(RateLimit::new(rate)));
     let card_json = Bytes::from(serde_json::to_vec(&state.card).unwrap_or_default());
     let mut hasher = DefaultHasher::new();
     card_json.hash(&mut hasher);

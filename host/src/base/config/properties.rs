@@ -54,7 +54,11 @@ const SECTIONS: [Section; 13] = [
         true,
         &[("id", Id), ("token_env", EnvName)],
     ),
-    ("server.callers", true, &[("id", Id), ("token_env", EnvName)]),
+    (
+        "server.callers",
+        true,
+        &[("id", Id), ("token_env", EnvName)],
+    ),
     (
         "model",
         false,

@@ -3,9 +3,9 @@
 
 use std::collections::HashSet;
 
+use super::ConfigError;
 use super::server::{ServerConfig, has_caller_auth};
 use super::validate::{SELF_AGENT_ID, check_env_name, check_id};
-use super::ConfigError;
 
 /// The participant id of a caller that proves and names no one: no credential may stand for
 /// it, or every anonymous request would reach that credential's tasks by id.
@@ -21,7 +21,10 @@ pub(super) fn validate(server: &ServerConfig) -> Result<(), ConfigError> {
         .iter()
         .map(|d| d.id.as_str())
         .collect();
-    let delegator_ids = server.trusted_delegators.iter().map(|d| ("trusted_delegators", &d.id));
+    let delegator_ids = server
+        .trusted_delegators
+        .iter()
+        .map(|d| ("trusted_delegators", &d.id));
     let caller_ids = server.callers.iter().map(|c| ("callers", &c.id));
     let mut counts: std::collections::HashMap<&str, usize> = Default::default();
     for (list, id) in delegator_ids.chain(caller_ids) {
@@ -29,7 +32,9 @@ pub(super) fn validate(server: &ServerConfig) -> Result<(), ConfigError> {
         if id == ANONYMOUS_PARTICIPANT_ID {
             return Err(ConfigError::invalid(
                 format!("server.{list}[{index}].id"),
-                format!("`{ANONYMOUS_PARTICIPANT_ID}` is the id of callers that name no one; choose another id"),
+                format!(
+                    "`{ANONYMOUS_PARTICIPANT_ID}` is the id of callers that name no one; choose another id"
+                ),
             ));
         }
         *index += 1;
@@ -84,8 +89,8 @@ fn check_exposure(server: &ServerConfig) -> Result<(), ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::base::config::testing::error_of;
     use crate::base::config::Config;
+    use crate::base::config::testing::error_of;
     use std::path::Path;
 
     fn parse(text: &str) -> Config {
@@ -126,7 +131,9 @@ mod tests {
     fn a_network_bind_without_authentication_must_say_whether_anonymous_callers_are_served() {
         let error = error_of("[server]\nbind = \"0.0.0.0:8080\"\n");
         assert!(
-            error.starts_with("server.allow_anonymous: server.bind 0.0.0.0:8080 is not a loopback address"),
+            error.starts_with(
+                "server.allow_anonymous: server.bind 0.0.0.0:8080 is not a loopback address"
+            ),
             "{error}"
         );
         let open = parse("[server]\nbind = \"0.0.0.0:8080\"\nallow_anonymous = true\n");
@@ -134,7 +141,10 @@ mod tests {
         let authenticated = parse(
             "[server]\nbind = \"0.0.0.0:8080\"\n[[server.callers]]\nid = \"alice\"\ntoken_env = \"A\"\n",
         );
-        assert!(!authenticated.server.anonymous_allowed(), "default off the loopback");
+        assert!(
+            !authenticated.server.anonymous_allowed(),
+            "default off the loopback"
+        );
         let local = parse("[server]\nbind = \"127.0.0.1:0\"\n");
         assert!(local.server.anonymous_allowed(), "default on loopback");
         let ipv6 = parse("[server]\nbind = \"[::1]:0\"\n");

@@ -41,8 +41,15 @@ mod tests {
                 close += 1;
             }
         }
-        assert!(close <= 2, "{close} consecutive ids were within 2^40 of each other");
+        assert!(
+            close <= 2,
+            "{close} consecutive ids were within 2^40 of each other"
+        );
         let parsed = uuid::Uuid::parse_str(&ids[0]).unwrap();
-        assert_eq!(parsed.get_version_num(), 7, "time-ordered for the store's indexes");
+        assert_eq!(
+            parsed.get_version_num(),
+            7,
+            "time-ordered for the store's indexes"
+        );
     }
 }

@@ -73,7 +73,13 @@ impl Credentials {
         });
         let callers = server.callers.iter().enumerate().map(|(i, c)| {
             let setting = format!("server.callers[{i}]");
-            (setting, "caller", &c.id, &c.token_env, Standing::Participant)
+            (
+                setting,
+                "caller",
+                &c.id,
+                &c.token_env,
+                Standing::Participant,
+            )
         });
         // The setting of each known entry after `self`, for naming the first of a shared token.
         let mut settings: Vec<String> = Vec::new();
@@ -225,7 +231,10 @@ mod tests {
     fn a_configured_token_identifies_its_delegator_and_nothing_else_does() {
         let credentials = Credentials::from_config(&server(&[("ledger", "LEDGER_TOKEN")]), env)
             .expect("the token is set");
-        assert_eq!(credentials.identify(LEDGER_TOKEN), Some(("ledger", Standing::Trusted)));
+        assert_eq!(
+            credentials.identify(LEDGER_TOKEN),
+            Some(("ledger", Standing::Trusted))
+        );
         assert_eq!(credentials.identify("ledger-token-0123456789abcdeX"), None);
         assert_eq!(credentials.identify(""), None);
         assert_eq!(credentials.configured_ids().collect::<Vec<_>>(), ["ledger"]);
@@ -237,7 +246,10 @@ mod tests {
         let secret = credentials.self_secret();
         assert_eq!(secret.len(), SELF_SECRET_BYTES * 2);
         assert!(secret.bytes().all(|b| b.is_ascii_hexdigit()), "{secret}");
-        assert_eq!(credentials.identify(secret), Some(("self", Standing::Trusted)));
+        assert_eq!(
+            credentials.identify(secret),
+            Some(("self", Standing::Trusted))
+        );
         assert_ne!(
             Credentials::none().self_secret(),
             secret,
@@ -335,7 +347,9 @@ mod tests {
             id: "alice".into(),
             token_env: "COPY_TOKEN".into(),
         });
-        let error = Credentials::from_config(&config, env).unwrap_err().to_string();
+        let error = Credentials::from_config(&config, env)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             error,
             "server.callers[0].token_env: COPY_TOKEN holds the same token as server.trusted_delegators[0]; give each delegator and caller its own token"

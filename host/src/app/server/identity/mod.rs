@@ -75,9 +75,7 @@ pub enum IdentityError {
     )]
     ReservedSubject(String),
     /// No credential, and this server serves no anonymous callers.
-    #[error(
-        "Authorization: this server requires a bearer token (server.allow_anonymous is false)"
-    )]
+    #[error("Authorization: this server requires a bearer token (server.allow_anonymous is false)")]
     CredentialsRequired,
     /// An unproven caller claimed an id only a credential may claim.
     #[error(
@@ -302,8 +300,7 @@ pub fn refusal_response(error: &IdentityError, json_rpc: bool) -> Response {
     // Written here rather than by the bindings, which sit above this module: a JSON-RPC error
     // object on `POST /`, a §11.6 `google.rpc.Status` elsewhere.
     let body = if json_rpc {
-        serde_json::to_value(jsonrpc::Response::failure(RequestId::Null, rpc))
-            .unwrap_or_default()
+        serde_json::to_value(jsonrpc::Response::failure(RequestId::Null, rpc)).unwrap_or_default()
     } else {
         json!({
             "error": {
@@ -319,7 +316,10 @@ pub fn refusal_response(error: &IdentityError, json_rpc: bool) -> Response {
     };
     let mut response = (
         status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         serde_json::to_vec(&body).unwrap_or_default(),
     )
         .into_response();

@@ -85,8 +85,14 @@ async fn a_caller_token_proves_an_untrusted_participant_and_a_delegator_token_a_
     let own = bearer(ids.credentials.self_secret());
     let own = ids.identify(Some(&own), None).await;
     assert_eq!(own, Ok(Caller::delegator("self")));
-    let same = ids.identify(Some(&bearer(ALICE_TOKEN)), Some("alice")).await;
-    assert_eq!(same, Ok(Caller::authenticated("alice")), "naming itself is fine");
+    let same = ids
+        .identify(Some(&bearer(ALICE_TOKEN)), Some("alice"))
+        .await;
+    assert_eq!(
+        same,
+        Ok(Caller::authenticated("alice")),
+        "naming itself is fine"
+    );
 }
 
 #[tokio::test]
@@ -113,7 +119,10 @@ async fn reserved_ids_are_refused_without_their_credential_golden() {
         assert_eq!(error.status(), StatusCode::UNAUTHORIZED, "{reserved}");
     }
     assert_eq!(
-        ids.identify(None, Some("self")).await.unwrap_err().to_string(),
+        ids.identify(None, Some("self"))
+            .await
+            .unwrap_err()
+            .to_string(),
         "X-Participant-Id: `self` is claimed by a credential of this server; present its bearer token to act as it"
     );
     let claimed = ids.check_claim(&Caller::from_header(None), METADATA_FIELD, Some("ledger"));
@@ -130,13 +139,19 @@ async fn a_token_that_is_no_credential_goes_to_the_verifier_and_is_refused_witho
     let with = identifier(true, true);
     let carol = with.identify(Some(&bearer(JWT_CAROL)), None).await;
     assert_eq!(carol, Ok(Caller::authenticated("carol")));
-    let expired = with.identify(Some(&bearer("eyJ.other")), None).await.unwrap_err();
+    let expired = with
+        .identify(Some(&bearer("eyJ.other")), None)
+        .await
+        .unwrap_err();
     assert_eq!(
         expired.to_string(),
         "Authorization: the bearer token was refused: the token is expired"
     );
     assert_eq!(expired.status(), StatusCode::UNAUTHORIZED);
-    let reserved = with.identify(Some(&bearer(JWT_LEDGER)), None).await.unwrap_err();
+    let reserved = with
+        .identify(Some(&bearer(JWT_LEDGER)), None)
+        .await
+        .unwrap_err();
     assert_eq!(reserved, IdentityError::ReservedSubject("ledger".into()));
     assert_eq!(reserved.status(), StatusCode::FORBIDDEN);
 }

@@ -8,13 +8,13 @@
 
 use std::sync::Arc;
 
-use axum::{Extension, Router};
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 

@@ -7,9 +7,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::RESPONSE_MEDIA_TYPE;
+use crate::app::server::identity::{self, IdentityError};
 use crate::base::protocol::jsonrpc::{self, RpcError};
 use crate::base::text::log_field;
-use crate::app::server::identity::{self, IdentityError};
 
 /// The HTTP status and `google.rpc.Code` name of an A2A (or JSON-RPC) error code. A2A errors
 /// follow the table of §5.4 as the 1.0 specification published with the TCK gives it (409 for
