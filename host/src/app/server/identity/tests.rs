@@ -274,8 +274,11 @@ proptest! {
             (None, Token::Absent) => {
                 prop_assert!(anonymous, "served without a credential");
                 prop_assert!(!caller.proven && !caller.trusted);
+                // Served (get, list, cancel) as its header's id; a message sent as the id
+                // its metadata names, when it names one: neither may stand for a credential.
                 let speaks_as = message_named.unwrap_or(caller.participant_id.clone());
                 for reserved in ["self", "ledger", "alice", "bob"] {
+                    prop_assert_ne!(caller.participant_id.as_str(), reserved);
                     prop_assert_ne!(speaks_as.as_str(), reserved);
                 }
             }
