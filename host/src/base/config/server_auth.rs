@@ -73,8 +73,15 @@ pub(super) fn validate(server: &ServerConfig) -> Result<(), ConfigError> {
 }
 
 /// A `bind` beyond loopback with no caller authentication configured would serve anyone who
-/// reaches the port as whoever they claim; it starts only when the operator says so.
+/// reaches the port as whoever they claim; it starts only when the operator says so. Refusing
+/// anonymous callers with no way to authenticate would refuse everyone: that is a mistake too.
 fn check_exposure(server: &ServerConfig) -> Result<(), ConfigError> {
+    if server.allow_anonymous == Some(false) && !has_caller_auth(server) {
+        return Err(ConfigError::invalid(
+            "server.allow_anonymous",
+            "false refuses every request without credentials, and no caller can authenticate (no server.callers or server.trusted_delegators); add callers, or leave allow_anonymous out",
+        ));
+    }
     if server.binds_loopback() || has_caller_auth(server) || server.allow_anonymous.is_some() {
         return Ok(());
     }
@@ -144,6 +151,10 @@ mod tests {
         assert!(
             !authenticated.server.anonymous_allowed(),
             "default off the loopback"
+        );
+        assert_eq!(
+            error_of("[server]\nallow_anonymous = false\n"),
+            "server.allow_anonymous: false refuses every request without credentials, and no caller can authenticate (no server.callers or server.trusted_delegators); add callers, or leave allow_anonymous out"
         );
         let local = parse("[server]\nbind = \"127.0.0.1:0\"\n");
         assert!(local.server.anonymous_allowed(), "default on loopback");
