@@ -88,9 +88,8 @@ async fn unknown_agent_ids_list_the_valid_ids_and_create_and_contact_nothing() {
     let ext: &Value =
         &task.metadata.as_ref().unwrap()["io.github.madarauchiha-314.tiny-harness/task"];
     assert_eq!(ext["sub_tasks"], json!([]), "no sub-task was created");
-    let listed = harness.client.list_tasks(Default::default()).await.unwrap();
     assert_eq!(
-        listed.tasks.len(),
+        harness.stored_tasks_of("user"),
         1,
         "no child task exists on this harness"
     );

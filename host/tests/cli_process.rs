@@ -157,9 +157,21 @@ fn spawn_harness(config: &Path) -> (Child, String) {
 }
 
 async fn rpc(base: &str, method: &str, params: Value) -> Value {
+    rpc_as(base, None, method, params).await
+}
+
+/// The token of the token caller `operator`, which a test configures to list its tasks (a
+/// caller that proves no identity lists none).
+const OPERATOR_TOKEN: &str = "cli-process-operator-token-aab3238922bcc25a";
+
+/// [`rpc`], presenting `token` when given.
+async fn rpc_as(base: &str, token: Option<&str>, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    reqwest::Client::new()
-        .post(base)
+    let mut request = reqwest::Client::new().post(base);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request
         .header("A2A-Version", "1.0")
         .json(&body)
         .send()
@@ -252,14 +264,16 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
     .unwrap();
     let config = write_config(
         dir.path(),
-        "[server]\nbind = \"127.0.0.1:0\"\n[model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n[store]\npath = \"harness.db\"\n",
+        "[server]\nbind = \"127.0.0.1:0\"\n[[server.callers]]\nid = \"operator\"\ntoken_env = \"OPERATOR_TOKEN\"\n[model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n[store]\npath = \"harness.db\"\n",
     );
-    let (mut child, base) = spawn_harness(&config);
+    let (mut child, base) =
+        support::harness_process::serve_with_env(&config, &[("OPERATOR_TOKEN", OPERATOR_TOKEN)]);
     let request = tokio::spawn({
         let base = base.clone();
         async move {
-            rpc(
+            rpc_as(
                 &base,
+                Some(OPERATOR_TOKEN),
                 "SendMessage",
                 json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "work"}]}}),
             )
@@ -269,7 +283,7 @@ async fn sigterm_lets_an_in_flight_request_finish_then_exits_cleanly() {
     // Wait until the task is being worked, then ask the process to stop.
     tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            let listed = rpc(&base, "ListTasks", json!({})).await;
+            let listed = rpc_as(&base, Some(OPERATOR_TOKEN), "ListTasks", json!({})).await;
             if listed["result"]["tasks"][0]["status"]["state"] == "TASK_STATE_WORKING" {
                 break;
             }

@@ -22,9 +22,7 @@ use serde_json::{Value, json};
 
 use delegation_support::*;
 use tiny_harness::base::model::ModelRequest;
-use tiny_harness::base::protocol::requests::{
-    ListTasksRequest, SendMessageConfiguration, SendMessageRequest,
-};
+use tiny_harness::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
 use tiny_harness::base::protocol::types::{Message, Part, Role, SendMessageResponse, TaskState};
 use tiny_harness::state::records::extension::{ENVELOPE_MEDIA_TYPE, EXTENSION_URI};
 use tiny_harness::state::tasks::hops::{CYCLE_REASON, HOPS_REASON, METADATA_KEY, REFUSAL_KEY};
@@ -131,16 +129,24 @@ async fn forward(
     response.body(Body::from_stream(stream)).unwrap()
 }
 
-/// How many tasks `client`'s participant can list on its harness.
-async fn count_tasks(client: &A2aClient) -> i32 {
-    let page = client
-        .list_tasks(ListTasksRequest {
-            page_size: Some(100),
-            ..ListTasksRequest::default()
-        })
-        .await
-        .unwrap();
-    page.total_size
+/// How many tasks `participant` is on in `node`'s store. Read from the store itself: a
+/// participant that proves no identity lists nothing over A2A.
+fn count_tasks(node: &Node, participant: &str) -> usize {
+    count_tasks_in(&node.dir().join("harness.db"), participant)
+}
+
+/// How many tasks `participant` is on in the store at `db`.
+fn count_tasks_in(db: &std::path::Path, participant: &str) -> usize {
+    let store = tiny_harness::state::store::Store::open(db).unwrap();
+    let filter = tiny_harness::state::store::TaskFilter {
+        participant_id: participant.to_string(),
+        context_id: None,
+        state: None,
+        updated_after: None,
+        cursor: None,
+        limit: 100,
+    };
+    store.list_tasks(&filter).unwrap().total
 }
 
 /// A message creating a task, carrying `delegation` in its metadata when given.
@@ -258,9 +264,9 @@ async fn two_harnesses_that_always_delegate_to_each_other_stop_at_the_loop_and_k
     );
 
     // One task on each: the root on A, its child on B; B's child on A was refused.
-    let on_a = count_tasks(&a.client).await;
-    let on_a_from_b = count_tasks(&a.client_as("harness-b")).await;
-    let on_b = count_tasks(&b.client_as("harness-a")).await;
+    let on_a = count_tasks(&a, "user");
+    let on_a_from_b = count_tasks(&a, "harness-b");
+    let on_b = count_tasks(&b, "harness-a");
     eprintln!(
         "mutual delegation: {on_a} task(s) on A from its caller, {on_a_from_b} on A from B, {on_b} on B from A; settled in {ended:?}"
     );
@@ -313,7 +319,7 @@ async fn a_new_task_whose_chain_holds_this_harness_is_refused_with_nothing_creat
         )
     );
     assert_eq!(data[0]["metadata"][REFUSAL_KEY], CYCLE_REASON);
-    assert_eq!(count_tasks(&mallory).await, 0);
+    assert_eq!(count_tasks(&a, "mallory"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -383,7 +389,7 @@ async fn hops_over_the_limit_are_refused_alike_on_json_rpc_rest_and_0_3() {
         HOPS_REASON
     );
 
-    assert_eq!(count_tasks(&client).await, 0);
+    assert_eq!(count_tasks(&node, "mallory"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -447,7 +453,7 @@ async fn hostile_chains_are_refused_naming_the_field_and_create_nothing() {
     let (_, message, _, _) = refused(&client, both).await;
     assert!(message.contains("carry it once"), "{message}");
 
-    assert_eq!(count_tasks(&client).await, 0);
+    assert_eq!(count_tasks(&node, "mallory"), 0);
 }
 
 /// A ledger that answers at once, and a desk that delegates to it, with the desk's limit.
@@ -490,7 +496,7 @@ async fn a_parent_at_its_own_limit_refuses_the_sub_task_before_sending_it() {
         answer,
         "refused: [agent.depth] a sub-task on ledger would be hop 2 from harness to harness, over limits.max_delegation_hops (1): do this work in this task, or give the sub-task to self"
     );
-    assert_eq!(count_tasks(&ledger.client_as("desk")).await, 0);
+    assert_eq!(count_tasks(&ledger, "desk"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -501,7 +507,7 @@ async fn an_agent_past_its_limit_refuses_and_the_parent_reads_agent_depth() {
         answer,
         "refused: [agent.depth] ledger refused the sub-task: it would be hop 2 from harness to harness, over ledger's limits.max_delegation_hops (1); do this work in this task instead"
     );
-    assert_eq!(count_tasks(&ledger.client_as("desk")).await, 0);
+    assert_eq!(count_tasks(&ledger, "desk"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -525,8 +531,8 @@ async fn a_card_pointing_back_at_the_harness_under_another_spelling_is_stopped_b
         "{}",
         answer(&done)
     );
-    assert_eq!(count_tasks(&node.client).await, 1);
-    assert_eq!(count_tasks(&node.client_as("solo")).await, 0);
+    assert_eq!(count_tasks(&node, "user"), 1);
+    assert_eq!(count_tasks(&node, "solo"), 0);
 }
 
 /// A harness process whose scripted model delegates every task to `other`, waits, then answers.
@@ -604,22 +610,20 @@ async fn two_harness_processes_listing_each_other_create_a_bounded_number_of_tas
 
     // Root on A -> its child on B (refused onward as a loop). Carol's ping on A -> a child on B;
     // her ping on B -> a child on A, whose own child on B is refused as a loop.
-    let count = |url: &str, who: &str| {
-        let client = A2aClient::new(url.to_string())
-            .unwrap()
-            .with_participant(who);
-        async move { count_tasks(&client).await }
+    let count = |name: &str, who: &str| {
+        let tasks = count_tasks_in(&dir.path().join(format!("{name}.db")), who);
+        async move { tasks }
     };
     let settle = Instant::now() + Duration::from_secs(30);
     let expected = (1, 1, 1, 2, 1);
     let mut counts;
     loop {
         counts = (
-            count(&a_url, "user").await,
-            count(&a_url, "carol").await,
-            count(&a_url, "harness-b").await,
-            count(&b_url, "harness-a").await,
-            count(&b_url, "carol").await,
+            count("harness-a", "user").await,
+            count("harness-a", "carol").await,
+            count("harness-a", "harness-b").await,
+            count("harness-b", "harness-a").await,
+            count("harness-b", "carol").await,
         );
         if counts == expected || Instant::now() > settle {
             break;

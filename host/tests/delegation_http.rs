@@ -288,7 +288,8 @@ async fn self_delegation_creates_a_real_task_on_the_same_server_and_a_long_answe
             json!({"name": "Archive summary", "goal": "Summarise the archive.", "agent": null}),
         ))
     });
-    let node = Node::start("", model.clone()).await;
+    // A caller that proves who it is, so it lists what it may see.
+    let node = Node::start_as_caller("", model.clone()).await;
     let parent = node.send("Tidy up the archive.", false).await;
     assert_eq!(parent.status.state, TaskState::Completed, "{parent:?}");
 
@@ -438,7 +439,8 @@ async fn a_child_past_the_depth_limit_is_refused_with_a_clear_error() {
             json!({"name": "deeper", "goal": "Go one level deeper.", "agent": null}),
         ))
     });
-    let node = Node::start("[limits]\nmax_subtask_depth = 2\n", model.clone()).await;
+    // A caller that proves who it is, so it lists what it may see.
+    let node = Node::start_as_caller("[limits]\nmax_subtask_depth = 2\n", model.clone()).await;
     let root = node.send("Go as deep as you can.", false).await;
     assert_eq!(root.status.state, TaskState::Completed, "{root:?}");
     // Depth 0 made depth 1, depth 1 made depth 2, and depth 2 was refused.

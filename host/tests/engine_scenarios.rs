@@ -76,6 +76,12 @@ async fn node(engine: &EngineUnderTest, extra: &str, model: Arc<FnModel>) -> Nod
     Node::start(&format!("{}{extra}", engine.config()), model).await
 }
 
+/// [`node`], its client a token caller, which lists its tasks (one that proves no identity
+/// lists none).
+async fn caller_node(engine: &EngineUnderTest, extra: &str, model: Arc<FnModel>) -> Node {
+    Node::start_as_caller(&format!("{}{extra}", engine.config()), model).await
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_one_turn_answer_completes_the_task_with_it() {
     for engine in engines() {
@@ -311,7 +317,7 @@ async fn a_streamed_task_sends_its_events_and_is_listed() {
             )),
             _ => Answer::Reply(text("Streamed.")),
         });
-        let node = node(&engine, "", model).await;
+        let node = caller_node(&engine, "", model).await;
         let request = SendMessageRequest {
             tenant: String::new(),
             message: Message {

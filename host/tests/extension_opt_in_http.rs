@@ -14,7 +14,10 @@ use tokio::sync::oneshot;
 /// Every task asks its participant a question, so it waits (input required) and can be
 /// subscribed to and canceled.
 const ASKS: &str = "[[reply]]\n[[reply.tool_calls]]\nname = \"ask_participant\"\n\
-                    arguments = { participant_id = \"user\", question = \"Which month?\" }\n";
+                    arguments = { participant_id = \"reader\", question = \"Which month?\" }\n";
+/// Every request comes from the token caller `reader`, which proves who it is and so lists the
+/// tasks it created (a caller that proves nothing lists none).
+const READER_TOKEN: &str = "extension-opt-in-reader-token-c9f0f895fb98ab91";
 /// The task's text, and so the name the extension gives it.
 const BRIEF: &str = "Reconcile the March statements";
 /// How long one answer may take before the test calls it hung.
@@ -32,11 +35,16 @@ impl Server {
     async fn start() -> Server {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("script.toml"), ASKS).unwrap();
-        let text = "[server]\nbind = \"127.0.0.1:0\"\n[store]\npath = \"harness.db\"\n\
+        let text = "[server]\nbind = \"127.0.0.1:0\"\n\
+                    [[server.callers]]\nid = \"reader\"\ntoken_env = \"READER_TOKEN\"\n\
+                    [store]\npath = \"harness.db\"\n\
                     [model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n";
         let path = dir.path().join("config.toml");
         std::fs::write(&path, text).unwrap();
-        let runtime = Runtime::build(Config::load(&path).unwrap()).await.unwrap();
+        let env = |name: &str| (name == "READER_TOKEN").then(|| READER_TOKEN.to_string());
+        let runtime = Runtime::build_with_env(Config::load(&path).unwrap(), env)
+            .await
+            .unwrap();
         let base_url = format!("http://{}", runtime.local_addr());
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
@@ -89,6 +97,7 @@ fn request(
     let mut request = server
         .http
         .request(method, format!("{}{path}", server.base_url))
+        .bearer_auth(READER_TOKEN)
         .timeout(HANG_GUARD);
     if !legacy {
         request = request.header("A2A-Version", "1.0");

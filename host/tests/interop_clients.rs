@@ -1,7 +1,9 @@
 //! The official A2A clients against the `harness` binary: the Python SDK 1.x over JSON-RPC and
 //! HTTP+JSON, the Python SDK 0.3 over the 0.3 JSON-RPC dialect, and the JavaScript SDK over all
 //! three. Each test starts `harness serve` with the scripted model of `interop/script.toml` on
-//! a free loopback port and runs one script of `interop/` against it.
+//! a free loopback port and runs one script of `interop/` against it, as a token caller of
+//! `[[server.callers]]` (its token in `A2A_BEARER_TOKEN`): only a caller that proves who it is
+//! lists its tasks.
 //!
 //! The clients are installed by `interop/setup.sh`. A test whose client is not installed says
 //! so and passes, so `cargo test` works on a machine without Python or Node; CI runs the setup
@@ -14,6 +16,10 @@ mod support {
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
+
+/// The interop clients' caller id and bearer token.
+const CALLER_ID: &str = "interop-client";
+const CALLER_TOKEN: &str = "interop-client-token-8f14e45fceea167a5a36";
 
 /// How long one client script may run before the test fails.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
@@ -44,13 +50,15 @@ fn serve() -> Serving {
     let script = interop_dir().join("script.toml");
     let config = format!(
         "[server]\nbind = \"127.0.0.1:0\"\nrate_limit_per_minute = 0\n\
+         [[server.callers]]\nid = \"{CALLER_ID}\"\ntoken_env = \"INTEROP_CALLER_TOKEN\"\n\
          [store]\npath = \"harness.db\"\n\
          [model]\nprovider = \"scripted\"\nscript = {:?}\n",
         script.canonicalize().unwrap().display().to_string()
     );
     let path = dir.path().join("config.toml");
     std::fs::write(&path, config).unwrap();
-    let (child, base_url) = support::harness_process::serve(&path);
+    let env = [("INTEROP_CALLER_TOKEN", CALLER_TOKEN)];
+    let (child, base_url) = support::harness_process::serve_with_env(&path, &env);
     Serving {
         child,
         base_url,
@@ -66,6 +74,7 @@ async fn run_client(program: &Path, args: &[&Path]) {
     command
         .args(args)
         .arg(&serving.base_url)
+        .env("A2A_BEARER_TOKEN", CALLER_TOKEN)
         .current_dir(interop_dir())
         .kill_on_drop(true);
     let output = tokio::time::timeout(CLIENT_TIMEOUT, command.output())

@@ -46,7 +46,11 @@ async fn start(script: &str, extra_config: &str) -> Server {
 
 async fn start_config(dir: tempfile::TempDir, path: &Path) -> Server {
     let config = Config::load(path).unwrap();
-    let runtime = Runtime::build(config).await.unwrap();
+    let env = |name: &str| match name {
+        "SERVE_HTTP_PAGER_TOKEN" => Some(PAGER_TOKEN.to_string()),
+        other => std::env::var(other).ok(),
+    };
+    let runtime = Runtime::build_with_env(config, env).await.unwrap();
     let base_url = format!("http://{}", runtime.local_addr());
     let store = runtime.store.clone();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -72,6 +76,10 @@ async fn start_config(dir: tempfile::TempDir, path: &Path) -> Server {
 }
 
 const SCRIPTED: &str = "[model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n";
+
+/// A token caller some tests configure: only a caller that proves who it is lists its tasks.
+const PAGER: &str = "[[server.callers]]\nid = \"pager\"\ntoken_env = \"SERVE_HTTP_PAGER_TOKEN\"\n";
+const PAGER_TOKEN: &str = "serve-http-pager-token-d3d9446802a44259";
 
 fn request(text: &str, return_immediately: bool) -> SendMessageRequest {
     SendMessageRequest {
@@ -265,20 +273,22 @@ async fn a_script_that_runs_out_fails_the_task_clearly() {
 
 #[tokio::test]
 async fn list_tasks_pages_through_the_callers_tasks_newest_first() {
-    let server = start("[[reply]]\ntext = \"ok\"\n", SCRIPTED).await;
+    let server = start("[[reply]]\ntext = \"ok\"\n", &format!("{SCRIPTED}{PAGER}")).await;
+    // A token caller: one that proves nothing lists nothing.
+    let pager = A2aClient::new(server.base_url.clone())
+        .unwrap()
+        .with_bearer(PAGER_TOKEN);
     let mut ids = Vec::new();
     for n in 0..3 {
         let task = task_of(
-            server
-                .client
+            pager
                 .send_message(request(&format!("task {n}"), false))
                 .await
                 .unwrap(),
         );
         ids.push(task.id);
     }
-    let first = server
-        .client
+    let first = pager
         .list_tasks(tiny_harness::base::protocol::requests::ListTasksRequest {
             page_size: Some(2),
             ..Default::default()
@@ -292,8 +302,7 @@ async fn list_tasks_pages_through_the_callers_tasks_newest_first() {
         first.tasks[0].artifacts.is_none(),
         "artifacts are left out by default"
     );
-    let second = server
-        .client
+    let second = pager
         .list_tasks(tiny_harness::base::protocol::requests::ListTasksRequest {
             page_size: Some(2),
             page_token: first.next_page_token.clone(),
@@ -445,7 +454,18 @@ async fn a_new_task_from_an_envelope_carries_its_brief_and_may_not_name_others()
         refused.to_string().contains("trusted delegator"),
         "{refused}"
     );
-    let listed = server.client.list_tasks(Default::default()).await.unwrap();
-    assert_eq!(listed.tasks.len(), 1, "the refused request created nothing");
+    // Its creator proved nothing, so it lists nothing: the store says what there is.
+    let stored = server
+        .store
+        .list_tasks(&tiny_harness::state::store::TaskFilter {
+            participant_id: "user".to_string(),
+            context_id: None,
+            state: None,
+            updated_after: None,
+            cursor: None,
+            limit: 10,
+        })
+        .unwrap();
+    assert_eq!(stored.tasks.len(), 1, "the refused request created nothing");
     server.stop().await;
 }

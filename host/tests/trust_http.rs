@@ -22,6 +22,11 @@ const TOKEN_ENV: &str = "TRUST_HTTP_LEDGER_TOKEN";
 const TOKEN: &str = "trust-http-ledger-token-5d41402abc4b2a76";
 const ENVELOPE: &str = "application/vnd.tiny-harness.event+json";
 const EXT: &str = "io.github.madarauchiha-314.tiny-harness/task";
+/// Two token callers some tests configure, and their tokens.
+const ALICE_TOKEN_ENV: &str = "TRUST_HTTP_ALICE_TOKEN";
+const ALICE_TOKEN: &str = "trust-http-alice-token-7c4a8d09ca3762af";
+const BOB_TOKEN_ENV: &str = "TRUST_HTTP_BOB_TOKEN";
+const BOB_TOKEN: &str = "trust-http-bob-token-e4da3b7fbbce2345d7";
 /// A scripted model that answers every task at once.
 const ANSWER: &str = "[[reply]]\ntext = \"ok\"\n";
 /// How long a test waits for something that must happen: a guard against a hang, not a measure.
@@ -49,11 +54,26 @@ struct Server {
 impl Server {
     /// A harness with `ledger` as its trusted delegator, its model playing `script`.
     async fn start(script: &str) -> Server {
+        Server::start_with(script, "").await
+    }
+
+    /// [`Server::start`] with `alice` and `bob` as token callers: they list what they see only
+    /// when they prove who they are.
+    async fn start_with_callers(script: &str) -> Server {
+        let callers = format!(
+            "[[server.callers]]\nid = \"alice\"\ntoken_env = \"{ALICE_TOKEN_ENV}\"\n\
+             [[server.callers]]\nid = \"bob\"\ntoken_env = \"{BOB_TOKEN_ENV}\"\n"
+        );
+        Server::start_with(script, &callers).await
+    }
+
+    async fn start_with(script: &str, callers: &str) -> Server {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("script.toml"), script).unwrap();
         let text = format!(
             "[server]\nbind = \"127.0.0.1:0\"\n\
              [[server.trusted_delegators]]\nid = \"{DELEGATOR}\"\ntoken_env = \"{TOKEN_ENV}\"\n\
+             {callers}\
              [store]\npath = \"harness.db\"\n\
              [model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n\
              [models.small-model]\nprovider = \"scripted\"\nscript = \"script.toml\"\n"
@@ -62,7 +82,12 @@ impl Server {
         std::fs::write(&path, text).unwrap();
         let config = Config::load(&path).unwrap();
         let model = build_model(&config.model, |p| config.resolve(p), |_| None).unwrap();
-        let env = |name: &str| (name == TOKEN_ENV).then(|| TOKEN.to_string());
+        let env = |name: &str| match name {
+            TOKEN_ENV => Some(TOKEN.to_string()),
+            ALICE_TOKEN_ENV => Some(ALICE_TOKEN.to_string()),
+            BOB_TOKEN_ENV => Some(BOB_TOKEN.to_string()),
+            _ => None,
+        };
         let runtime = Runtime::build_with_model_and_env(config, model, env)
             .await
             .unwrap();
@@ -108,14 +133,25 @@ impl Server {
     /// One JSON-RPC call; the whole response object (HTTP 200 is asserted). A 0.3 method name
     /// is sent without `A2A-Version`, as 0.3 clients do.
     async fn rpc(&self, who: As<'_>, method: &str, params: Value) -> Value {
+        let (status, response) = self.rpc_status(who, method, params).await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{response}");
+        response
+    }
+
+    /// One JSON-RPC call; the HTTP status and the response object.
+    async fn rpc_status(
+        &self,
+        who: As<'_>,
+        method: &str,
+        params: Value,
+    ) -> (reqwest::StatusCode, Value) {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let mut request = self.request(who, reqwest::Method::POST, "/");
         if !method.contains('/') {
             request = request.header("A2A-Version", "1.0");
         }
         let response = request.json(&body).send().await.unwrap();
-        assert_eq!(response.status(), reqwest::StatusCode::OK);
-        response.json().await.unwrap()
+        (response.status(), response.json().await.unwrap())
     }
 
     /// `SendMessage`; the created or continued task, or the JSON-RPC error.
@@ -283,21 +319,32 @@ async fn a_trusted_delegator_creates_a_task_for_others_who_can_then_get_it() {
         .unwrap_err();
     assert_eq!(stranger["code"], -32001);
     assert_eq!(server.task_count(As::Bearer(TOKEN)).await, 1);
-    // The header names nobody once a token has said who the caller is.
+    // Once a token has said who the caller is, a header naming someone else is refused (it
+    // used to be ignored): a credential never speaks for another participant.
     let mut spoofing = server
         .request(As::Bearer(TOKEN), reqwest::Method::POST, "/")
+        .header("A2A-Version", "1.0")
         .header("X-Participant-Id", "alice");
     spoofing = spoofing.json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks"}));
-    let listed: Value = spoofing.send().await.unwrap().json().await.unwrap();
-    assert_eq!(listed["result"]["tasks"][0]["id"], id);
+    let refused = spoofing.send().await.unwrap();
+    assert_eq!(refused.status(), reqwest::StatusCode::FORBIDDEN);
+    let refused: Value = refused.json().await.unwrap();
+    assert!(
+        error_text(&refused["error"]).contains("a caller speaks only as itself"),
+        "{refused}"
+    );
     // Nor can a delegator's message speak for someone else.
     let mut relayed = message(id, Part::text("from alice, honestly"), true);
     let mut metadata = serde_json::Map::new();
     metadata.insert("participant_id".into(), "alice".into());
     relayed.message.metadata = Some(metadata);
-    let error = server.send(As::Bearer(TOKEN), relayed).await.unwrap_err();
+    let params = serde_json::to_value(&relayed).unwrap();
+    let (status, error) = server
+        .rpc_status(As::Bearer(TOKEN), "SendMessage", params)
+        .await;
+    assert_eq!(status, reqwest::StatusCode::FORBIDDEN);
     assert!(
-        error_text(&error).contains("a delegator speaks only as itself"),
+        error_text(&error["error"]).contains("a caller speaks only as itself"),
         "{error}"
     );
     server.stop().await;
@@ -347,30 +394,34 @@ async fn lifecycle_on_an_existing_task_is_refused_even_for_its_trusted_creator()
 async fn a_wrong_bearer_is_refused_on_every_binding_without_echoing_it() {
     let server = Server::start(ANSWER).await;
     let wrong = As::Bearer("not-the-ledger-token-at-all");
-    let refused = server
-        .send(wrong, message("", Part::text("hello"), true))
-        .await
-        .unwrap_err();
+    // A refused credential is HTTP 401 on JSON-RPC too (it used to be a JSON-RPC error under
+    // HTTP 200), its body still the JSON-RPC error.
+    let params = serde_json::to_value(message("", Part::text("hello"), true)).unwrap();
+    let (status, response) = server.rpc_status(wrong, "SendMessage", params).await;
+    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
+    let refused = &response["error"];
     assert_eq!(refused["code"], -32600);
-    let text = error_text(&refused);
+    let text = error_text(refused);
     assert!(text.contains("server.trusted_delegators"), "{text}");
     assert!(!text.contains("not-the-ledger-token-at-all"), "{text}");
-    let legacy = server
-        .rpc(
+    let (status, legacy) = server
+        .rpc_status(
             wrong,
             "message/send",
             json!({"message": {"kind": "message", "messageId": "m-03", "role": "user",
                 "parts": [{"kind": "text", "text": "hello"}]}}),
         )
         .await;
+    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
     assert_eq!(legacy["error"]["code"], -32600, "{legacy}");
-    let streaming = server
-        .rpc(
+    let (status, streaming) = server
+        .rpc_status(
             wrong,
             "SendStreamingMessage",
             serde_json::to_value(message("", Part::text("hello"), false)).unwrap(),
         )
         .await;
+    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
     assert_eq!(streaming["error"]["code"], -32600, "{streaming}");
     let rest = server
         .request(wrong, reqwest::Method::GET, "/tasks")
@@ -406,8 +457,9 @@ async fn a_wrong_bearer_is_refused_on_every_binding_without_echoing_it() {
 
 #[tokio::test]
 async fn a_resent_message_id_makes_one_task_per_owner() {
-    let server = Server::start(ANSWER).await;
-    let (alice, bob) = (As::Participant("alice"), As::Participant("bob"));
+    // Owners that prove who they are, so their listings count their tasks.
+    let server = Server::start_with_callers(ANSWER).await;
+    let (alice, bob) = (As::Bearer(ALICE_TOKEN), As::Bearer(BOB_TOKEN));
     let first = message("", Part::text("Count the invoices"), false);
     let created = server.send(alice, first.clone()).await.unwrap();
     assert_eq!(created["status"]["state"], "TASK_STATE_COMPLETED");
@@ -470,12 +522,13 @@ async fn a_blocking_send_whose_sender_is_named_in_the_metadata_returns_the_task_
 
 #[tokio::test]
 async fn a_participant_an_admin_removes_no_longer_sees_the_task_listed_or_by_id() {
-    let server = Server::start(
+    let server = Server::start_with_callers(
         "[[reply]]\n[[reply.tool_calls]]\nname = \"ask_participant\"\narguments = { participant_id = \"ledger\", question = \"Which month?\" }\n",
     )
     .await;
     let ledger = As::Bearer(TOKEN);
-    let (alice, bob) = (As::Participant("alice"), As::Participant("bob"));
+    // Participants that prove who they are, so their listings show what they may see.
+    let (alice, bob) = (As::Bearer(ALICE_TOKEN), As::Bearer(BOB_TOKEN));
     let task = server
         .send(
             ledger,

@@ -7,6 +7,9 @@
 // task and cancels another; then it does a send, a get and a cancel over the card's JSON-RPC
 // 0.3 interface with the SDK's 0.3 compatibility transport. The harness must run the scripted
 // model of interop/script.toml. Prints one line per check; exits non-zero at the first failure.
+//
+// With A2A_BEARER_TOKEN set, every call presents it (`Authorization: Bearer`), as a caller of
+// the harness's `[[server.callers]]`: only a caller that proves who it is lists its tasks.
 
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -14,7 +17,20 @@ import {
   ClientFactory,
   ClientFactoryOptions,
   JsonRpcTransportFactory,
+  RestTransportFactory,
 } from '@a2a-js/sdk/client';
+
+const TOKEN = process.env.A2A_BEARER_TOKEN || '';
+
+// fetch with the bearer token, when there is one.
+function authenticatedFetch(input, init = {}) {
+  if (!TOKEN) {
+    return fetch(input, init);
+  }
+  const headers = new Headers(init.headers);
+  headers.set('Authorization', `Bearer ${TOKEN}`);
+  return fetch(input, { ...init, headers });
+}
 
 const BINDINGS = ['JSONRPC', 'HTTP+JSON'];
 
@@ -56,6 +72,10 @@ async function lastTaskState(events) {
 async function exercise(baseUrl, binding) {
   const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
     preferredTransports: [binding],
+    transports: [
+      new JsonRpcTransportFactory({ fetchImpl: authenticatedFetch }),
+      new RestTransportFactory({ fetchImpl: authenticatedFetch }),
+    ],
   });
   const client = await new ClientFactory(options).createFromUrl(baseUrl);
 
@@ -89,7 +109,12 @@ async function exerciseLegacy(baseUrl) {
   );
   check(legacy.length === 1, 'the card lists a JSON-RPC 0.3 interface');
   const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-    transports: [new JsonRpcTransportFactory({ legacyCompat: { enabled: true } })],
+    transports: [
+      new JsonRpcTransportFactory({
+        legacyCompat: { enabled: true },
+        fetchImpl: authenticatedFetch,
+      }),
+    ],
   });
   const legacyCard = { ...card, supportedInterfaces: legacy };
   const client = await new ClientFactory(options).createFromAgentCard(legacyCard);

@@ -2,6 +2,10 @@
 
 Usage: client_v1.py BASE_URL
 
+With A2A_BEARER_TOKEN set, every call presents it (`Authorization: Bearer`), as a caller of the
+harness's `[[server.callers]]`, and the script also checks that the same calls without it list
+nothing (a caller that proves no identity lists no tasks).
+
 Over each binding the agent card lists (JSON-RPC, then HTTP+JSON) it fetches the card, sends a
 blocking message, streams one, gets the task, lists tasks, subscribes to a running task and
 cancels another. The harness must run the scripted model with a first reply that waits a
@@ -10,6 +14,7 @@ Prints one line per check; exits non-zero at the first failure.
 """
 
 import asyncio
+import os
 import sys
 import uuid
 
@@ -61,12 +66,19 @@ async def last_task_state(events) -> tuple[str, int]:
     return task_id, state
 
 
-async def exercise(card, binding: str) -> None:
+def http_client(token: str | None) -> httpx.AsyncClient:
+    """An HTTP client presenting the bearer token, when there is one."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.AsyncClient(headers=headers, timeout=60)
+
+
+async def exercise(card, binding: str, token: str | None) -> None:
+    http = http_client(token)
     blocking = ClientFactory(
-        ClientConfig(streaming=False, supported_protocol_bindings=[binding])
+        ClientConfig(streaming=False, supported_protocol_bindings=[binding], httpx_client=http)
     ).create(card)
     streaming = ClientFactory(
-        ClientConfig(streaming=True, supported_protocol_bindings=[binding])
+        ClientConfig(streaming=True, supported_protocol_bindings=[binding], httpx_client=http)
     ).create(card)
     try:
         task_id, state = await last_task_state(blocking.send_message(request("hello")))
@@ -78,6 +90,15 @@ async def exercise(card, binding: str) -> None:
 
         page = await blocking.list_tasks(ListTasksRequest(context_id=task.context_id))
         check([t.id for t in page.tasks] == [task_id], f"{binding}: list_tasks by context")
+        if token:
+            anonymous = ClientFactory(
+                ClientConfig(streaming=False, supported_protocol_bindings=[binding])
+            ).create(card)
+            try:
+                page = await anonymous.list_tasks(ListTasksRequest(context_id=task.context_id))
+                check(not page.tasks, f"{binding}: without the token list_tasks lists nothing")
+            finally:
+                await anonymous.close()
 
         task_id, state = await last_task_state(streaming.send_message(request("stream")))
         check(state == TaskState.TASK_STATE_COMPLETED, f"{binding}: a stream ends completed")
@@ -96,6 +117,7 @@ async def exercise(card, binding: str) -> None:
     finally:
         await blocking.close()
         await streaming.close()
+        await http.aclose()
 
 
 async def main(base_url: str) -> None:
@@ -104,8 +126,9 @@ async def main(base_url: str) -> None:
     check(card.name == "tiny-harness", "the card is fetched and parsed")
     bindings = [f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces]
     check(bindings[:2] == [f"{b} 1.0" for b in BINDINGS], f"the card lists {bindings}")
+    token = os.environ.get("A2A_BEARER_TOKEN") or None
     for binding in BINDINGS:
-        await exercise(card, binding)
+        await exercise(card, binding, token)
     print("python a2a-sdk 1.x: all checks passed", flush=True)
 
 

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use crate::app::runtime::{
     StartError, load_skills, plugin_settings, prompt_context, render_context,
 };
+use crate::app::server::identity::Credentials;
 use crate::base::config::Config;
 use crate::base::model::{build_model, build_models};
-use crate::state::tasks::Delegators;
 use crate::work::agents::{Discovery, Registry, Roster, build_roster, own_card};
 use crate::work::engine::HostEffects;
 use crate::work::plugins::PluginHost;
@@ -55,7 +55,7 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
         |path| config.resolve(path),
         |name| std::env::var(name).ok(),
     )?;
-    let delegators = Delegators::from_config(&config.server, |name| std::env::var(name).ok())?;
+    let credentials = Credentials::from_config(&config.server, |name| std::env::var(name).ok())?;
     let (discovery, roster) = discover(config).await;
     let skills = load_skills(config)?;
     let host = plugins(config, &roster, &skills).await?;
@@ -98,7 +98,7 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
         config.limits.subtask_deadline_secs,
         config.limits.subtask_unreachable_secs
     );
-    let trusted: Vec<&str> = delegators.configured_ids().collect();
+    let trusted: Vec<&str> = credentials.configured_ids().collect();
     let _ = writeln!(
         out,
         "delegators:    self{}",
@@ -106,6 +106,21 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
             .iter()
             .map(|id| format!(", {id}"))
             .collect::<String>()
+    );
+    let callers: Vec<&str> = credentials.caller_ids().collect();
+    let _ = writeln!(
+        out,
+        "callers:       {}; anonymous callers {}",
+        if callers.is_empty() {
+            "none".to_string()
+        } else {
+            callers.join(", ")
+        },
+        if config.server.anonymous_allowed() {
+            "served"
+        } else {
+            "refused"
+        }
     );
     for plugin in host.summaries() {
         let _ = writeln!(

@@ -1,4 +1,5 @@
 //! Test support for the A2A server tests: an in-memory task service and a server on loopback.
+#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,6 +10,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
+use tiny_harness::app::server::identity::Credentials;
 use tiny_harness::app::server::router::{ConnectionLimits, ServerState, router, serve};
 use tiny_harness::base::protocol::card::default_card;
 use tiny_harness::base::protocol::requests::{
@@ -19,7 +21,7 @@ use tiny_harness::base::protocol::types::{
     TaskStatusUpdateEvent,
 };
 use tiny_harness::state::tasks::events::{TaskEvent, TaskEvents};
-use tiny_harness::state::tasks::{Caller, Delegators, Subscription, TaskError, TaskService};
+use tiny_harness::state::tasks::{Caller, Subscription, TaskError, TaskService};
 use tiny_harness::work::agents::client::A2aClient;
 
 /// A message with this text leaves its task WORKING until it is canceled.
@@ -203,13 +205,30 @@ impl Server {
         Server::with_limits(64 * 1024, 0).await
     }
 
+    /// A server that hands bearer tokens it does not know to `verifier` (the JWT seam).
+    pub async fn with_verifier(
+        verifier: Arc<dyn tiny_harness::app::server::identity::BearerVerifier>,
+    ) -> Server {
+        Server::build(64 * 1024, 0, Some(verifier)).await
+    }
+
     pub async fn with_limits(max_request_bytes: usize, rate_limit_per_minute: u32) -> Server {
+        Server::build(max_request_bytes, rate_limit_per_minute, None).await
+    }
+
+    async fn build(
+        max_request_bytes: usize,
+        rate_limit_per_minute: u32,
+        verifier: Option<Arc<dyn tiny_harness::app::server::identity::BearerVerifier>>,
+    ) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let state = ServerState {
             service: Arc::new(FakeTasks::default()),
             card: default_card(&base),
-            delegators: Arc::new(Delegators::none()),
+            credentials: Arc::new(Credentials::none()),
+            verifier,
+            allow_anonymous: true,
             max_request_bytes,
             rate_limit_per_minute,
             stream_keep_alive: Duration::from_secs(

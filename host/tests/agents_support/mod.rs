@@ -341,6 +341,22 @@ impl Harness {
         }
     }
 
+    /// How many tasks `participant` is on, read from the store: a caller that proves no
+    /// identity lists nothing over A2A.
+    pub fn stored_tasks_of(&self, participant: &str) -> usize {
+        let store =
+            tiny_harness::state::store::Store::open(&self._dir.path().join("harness.db")).unwrap();
+        let filter = tiny_harness::state::store::TaskFilter {
+            participant_id: participant.to_string(),
+            context_id: None,
+            state: None,
+            updated_after: None,
+            cursor: None,
+            limit: 100,
+        };
+        store.list_tasks(&filter).unwrap().total
+    }
+
     /// Sends a task and waits for it to settle.
     pub async fn run_task(&self, text: &str) -> Task {
         let request = SendMessageRequest {

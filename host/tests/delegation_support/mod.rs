@@ -165,6 +165,9 @@ pub fn last_note(request: &ModelRequest) -> Option<String> {
         })
 }
 
+/// The bearer token of the token caller `operator` of [`Node::start_as_caller`].
+pub const OPERATOR_TOKEN: &str = "delegation-support-operator-token-6512bd43d9";
+
 /// A harness node: a configuration and a store in its own folder, served in-process.
 pub struct Node {
     pub url: String,
@@ -185,6 +188,19 @@ impl Node {
             format!("[server]\nbind = \"127.0.0.1:0\"\n[store]\npath = \"harness.db\"\n{extra}");
         std::fs::write(&config_path, text).unwrap();
         Node::serve(dir, config_path, model, Vec::new()).await
+    }
+
+    /// [`Node::start`] with the token caller `operator` (`[[server.callers]]`), whose token its
+    /// `client` presents: tests that list tasks call as a caller that proves who it is (one that
+    /// proves nothing lists nothing).
+    pub async fn start_as_caller(extra: &str, model: Arc<dyn Model>) -> Node {
+        let extra = format!(
+            "{extra}\n[[server.callers]]\nid = \"operator\"\ntoken_env = \"OPERATOR_TOKEN\"\n"
+        );
+        let env = vec![("OPERATOR_TOKEN".to_string(), OPERATOR_TOKEN.to_string())];
+        let mut node = Node::start_with_env(&extra, model, env).await;
+        node.client = extension_client(&node.url).with_bearer(OPERATOR_TOKEN);
+        node
     }
 
     /// [`Node::start`], the environment variables `env` (name, value) standing in for the
@@ -261,6 +277,22 @@ impl Node {
     /// The folder holding the node's configuration and store.
     pub fn dir(&self) -> &std::path::Path {
         self.dir.path()
+    }
+
+    /// How many tasks `participant` is on, read from the node's store: a caller that proves no
+    /// identity lists nothing over A2A.
+    pub fn stored_tasks_of(&self, participant: &str) -> usize {
+        let store =
+            tiny_harness::state::store::Store::open(&self.dir().join("harness.db")).unwrap();
+        let filter = tiny_harness::state::store::TaskFilter {
+            participant_id: participant.to_string(),
+            context_id: None,
+            state: None,
+            updated_after: None,
+            cursor: None,
+            limit: 100,
+        };
+        store.list_tasks(&filter).unwrap().total
     }
 
     /// A client calling as this participant.

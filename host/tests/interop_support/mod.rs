@@ -13,6 +13,10 @@ use tiny_harness::app::runtime::Runtime;
 use tiny_harness::base::config::Config;
 use tokio::sync::oneshot;
 
+/// The bearer token every request of [`Harness::http`] presents, as the token caller `tck`: a
+/// caller that proves who it is lists its tasks, as the TCK's runs configure it.
+pub const CALLER_TOKEN: &str = "interop-tck-caller-token-45c48cce2e2d7fbd";
+
 /// How long a test waits for a whole stream before it fails instead of hanging.
 pub const STREAM_DEADLINE: Duration = Duration::from_secs(30);
 
@@ -30,10 +34,14 @@ impl Harness {
     pub async fn conformance() -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let text = "[server]\nbind = \"127.0.0.1:0\"\nrate_limit_per_minute = 0\n\
+                    [[server.callers]]\nid = \"tck\"\ntoken_env = \"TCK_TOKEN\"\n\
                     [store]\npath = \"harness.db\"\n[model]\nprovider = \"conformance\"\n";
         let path = dir.path().join("config.toml");
         std::fs::write(&path, text).unwrap();
-        let runtime = Runtime::build(Config::load(&path).unwrap()).await.unwrap();
+        let env = |name: &str| (name == "TCK_TOKEN").then(|| CALLER_TOKEN.to_string());
+        let runtime = Runtime::build_with_env(Config::load(&path).unwrap(), env)
+            .await
+            .unwrap();
         let base = format!("http://{}", runtime.local_addr());
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(async move {
@@ -42,9 +50,18 @@ impl Harness {
             };
             runtime.serve(shutdown).await.unwrap();
         });
+        let mut headers = reqwest::header::HeaderMap::new();
+        let bearer = format!("Bearer {CALLER_TOKEN}");
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            reqwest::header::HeaderValue::from_str(&bearer).unwrap(),
+        );
         Harness {
             base,
-            http: reqwest::Client::new(),
+            http: reqwest::Client::builder()
+                .default_headers(headers)
+                .build()
+                .unwrap(),
             stop: Some(stop),
             done: Some(done),
             _dir: dir,

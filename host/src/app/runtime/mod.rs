@@ -9,15 +9,16 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::app::server::identity::Credentials;
 use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
 use crate::base::config::{Config, ConfigError, EngineKind};
 use crate::base::model::{Model, ModelBuildError, Models, build_model, build_models};
 use crate::base::protocol::card::AgentCard;
 use crate::state::store::{LockError, LockMode, Store, StoreError, StoreLock};
+use crate::state::tasks::Tasks;
 use crate::state::tasks::creator::BriefRules;
 use crate::state::tasks::hops::{HopRules, InstanceId};
 use crate::state::tasks::hub::TaskHub;
-use crate::state::tasks::{Delegators, Tasks};
 use crate::work::agents::{Registry, Roster, own_card};
 use crate::work::context::StaticPrefix;
 use crate::work::engine::children::Children;
@@ -104,8 +105,8 @@ pub struct Runtime {
     /// Creates, follows and cancels child tasks over A2A.
     pub children: Arc<Children>,
     /// Who may shape a new task's brief: `self` (this process's secret) and
-    /// `[[server.trusted_delegators]]`.
-    pub delegators: Arc<Delegators>,
+    /// `[[server.trusted_delegators]]`, and the token callers of `[[server.callers]]`.
+    pub credentials: Arc<Credentials>,
     /// This process's hold on `store.path`, kept until the runtime is dropped (after serving
     /// has stopped and the engine with it).
     _store_lock: StoreLock,
@@ -147,7 +148,7 @@ impl Runtime {
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Runtime, StartError> {
         let models = build_models(model.clone(), &config.models, |p| config.resolve(p), &env)?;
-        let delegators = Arc::new(Delegators::from_config(&config.server, &env)?);
+        let credentials = Arc::new(Credentials::from_config(&config.server, &env)?);
         let agent_tokens = agent_tokens(&config, &env)?;
         let agent_secrets = agent_secrets(&config, &env)?;
         if config.model.provider.is_none() {
@@ -192,7 +193,7 @@ impl Runtime {
             registry.clone(),
             child_settings(
                 &config,
-                delegators.self_secret(),
+                credentials.self_secret(),
                 agent_tokens,
                 agent_secrets,
                 &hops,
@@ -250,7 +251,7 @@ impl Runtime {
             roster,
             skills,
             children,
-            delegators,
+            credentials,
             _store_lock: store_lock,
         })
     }
@@ -292,17 +293,27 @@ impl Runtime {
         let state = ServerState {
             service: self.tasks.clone(),
             card: self.card(&base_url),
-            delegators: self.delegators.clone(),
+            credentials: self.credentials.clone(),
+            // The seam for bearer tokens that are none of the credentials (JWTs): none yet.
+            verifier: None,
+            allow_anonymous: self.config.server.anonymous_allowed(),
             max_request_bytes: self.config.server.max_request_bytes,
             rate_limit_per_minute: self.config.server.rate_limit_per_minute,
             stream_keep_alive: std::time::Duration::from_secs(
                 self.config.server.stream_keep_alive_secs,
             ),
         };
-        let trusted: Vec<&str> = self.delegators.configured_ids().collect();
+        let trusted: Vec<&str> = self.credentials.configured_ids().collect();
         if !trusted.is_empty() {
             tracing::info!(delegators = %trusted.join(", "), "trusted delegators");
         }
+        let callers: Vec<&str> = self.credentials.caller_ids().collect();
+        tracing::info!(
+            callers = %callers.join(", "),
+            anonymous = state.allow_anonymous,
+            "callers known by their tokens; anonymous callers {}",
+            if state.allow_anonymous { "served" } else { "refused" }
+        );
         tracing::info!(
             "tiny-harness {} listening on http://{local} (base URL {base_url}); model: {}",
             env!("CARGO_PKG_VERSION"),

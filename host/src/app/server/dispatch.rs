@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use crate::app::server::extensions::Activated;
 use crate::app::server::headers;
+use crate::app::server::identity::{self, Identified};
 use crate::app::server::ops::{self, App, Reply, Requester, to_value};
 use crate::app::server::sse::{self, Framing, to_text};
 use crate::app::server::v03;
@@ -25,10 +27,12 @@ use crate::base::protocol::requests::{
 };
 use crate::base::protocol::types::StreamResponse;
 use crate::base::text::log_field;
+use crate::state::tasks::Caller;
 
 /// `POST /`: one JSON-RPC request.
 pub(crate) async fn rpc(
     State(app): State<Arc<App>>,
+    Extension(identified): Extension<Identified>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -47,7 +51,19 @@ pub(crate) async fn rpc(
     let Request { id, method, params } = request;
     tracing::debug!(method = %log_field::escape(&method), ?id, "JSON-RPC request");
     let legacy = v03::is_method(&method);
-    let requester = match checked_headers(&app, &headers, legacy) {
+    let caller = match identified.0 {
+        Ok(caller) => caller,
+        Err(refusal) => return identity::refusal_response(&refusal, true),
+    };
+    // A message naming its sender is checked before anything runs, in 1.0 and 0.3 alike (the
+    // path is the same in both): a refusal of who the caller is is an HTTP status.
+    let claimed = params
+        .pointer("/message/metadata/participant_id")
+        .and_then(Value::as_str);
+    if let Err(refusal) = ops::check_sender(&app, &caller, claimed) {
+        return identity::refusal_response(&refusal, true);
+    }
+    let requester = match checked_headers(&app, &headers, legacy, caller) {
         Ok(requester) => requester,
         Err(error) => return failure(id, &method, error),
     };
@@ -109,16 +125,19 @@ fn failure(id: RequestId, method: &str, error: RpcError) -> Response {
 
 /// The version a request names must be the one its method names: 1.0 for `SendMessage`, 0.3 for
 /// `message/send` (§3.6.2); the extensions it activates must be ones this server implements. The
-/// caller is identified last, against the trusted delegators; a refused `Authorization` is a
-/// JSON-RPC error like any other (HTTP 200).
-fn checked_headers(app: &App, headers: &HeaderMap, legacy: bool) -> Result<Requester, RpcError> {
+/// caller was identified before the limits (`identity`); a refused one never gets here.
+fn checked_headers(
+    app: &App,
+    headers: &HeaderMap,
+    legacy: bool,
+    caller: Caller,
+) -> Result<Requester, RpcError> {
     if legacy {
         headers::check_legacy_version(headers)?;
     } else {
         headers::check_version(headers)?;
     }
     let activated = Activated::from_headers(headers, legacy, &app.supported_extensions)?;
-    let caller = headers::caller(headers, &app.state.delegators)?;
     Ok(Requester { caller, activated })
 }
 

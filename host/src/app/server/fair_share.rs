@@ -11,7 +11,8 @@
 //! hold the server for long, while a burst of real requests (this harness reaching itself for
 //! several children at once) is served. A head names the caller ([`key_of`]): this
 //! harness's own calls (the self secret: its children on `self` and their followers) count
-//! against nobody, a trusted delegator against its id, anyone else against its address. A
+//! against nobody, a proven participant (delegator, token caller, JWT) against its id, anyone
+//! else against its address. A
 //! request whose caller already holds its whole share is answered `503 Service Unavailable` with
 //! `Retry-After` and `Connection: close`, before any work, and its connection closes, which
 //! gives its place back. The caller's other connections are untouched.
@@ -21,13 +22,12 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::app::server::caller_key::{CallerKey, key_of};
-use crate::state::tasks::Delegators;
 
 /// The `Retry-After` of a refusal, in seconds: a share frees as soon as one of the caller's
 /// connections closes (a stream whose task ended, an idle one timed out), so soon is worth a
@@ -221,11 +221,7 @@ impl Drop for ConnectionShare {
 /// The middleware: counts each request's connection against its caller, and refuses one past
 /// the caller's share with 503 before any work. A request served without a connection share
 /// (a router served by something other than [`crate::app::server::connections::serve`]) passes.
-pub async fn enforce(
-    State(delegators): State<Arc<Delegators>>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub async fn enforce(request: Request, next: Next) -> Response {
     let Some(share) = request.extensions().get::<Arc<ConnectionShare>>().cloned() else {
         return next.run(request).await;
     };
@@ -234,7 +230,7 @@ pub async fn enforce(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(addr)| addr.ip())
         .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    match share.claim(key_of(request.headers(), peer, &delegators)) {
+    match share.claim(key_of(request.extensions().get(), peer)) {
         Ok(()) => next.run(request).await,
         Err(full) => {
             let body = request.into_body();
@@ -343,7 +339,7 @@ mod tests {
     #[test]
     fn a_connection_that_changes_caller_moves_its_place() {
         let shares = Shares::new(1);
-        let ledger = CallerKey::Delegator("ledger".into());
+        let ledger = CallerKey::Proven("ledger".into());
         let share = shares.arriving(peer(2));
         share.claim(Some(CallerKey::Peer(peer(2)))).unwrap();
         share.claim(Some(ledger.clone())).unwrap();

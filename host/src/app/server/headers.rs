@@ -1,17 +1,14 @@
-//! The HTTP headers that carry A2A service parameters (§3.2.6, §9.2) and the caller's identity,
-//! and the checks the server makes on them before any method runs.
+//! The HTTP headers that carry A2A service parameters (§3.2.6, §9.2), and the checks the server
+//! makes on them before any method runs. Who the caller is, [`crate::app::server::identity`]
+//! says.
 
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 
 use crate::base::protocol::headers::{
     A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, LEGACY_EXTENSIONS_HEADER, LEGACY_VERSION,
-    PARTICIPANT_HEADER, SUPPORTED_VERSION,
+    SUPPORTED_VERSION,
 };
-use crate::base::protocol::jsonrpc::{
-    INVALID_REQUEST, RpcError, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED,
-};
-use crate::state::tasks::creator::{self, AuthorizationError};
-use crate::state::tasks::{Caller, Delegators};
+use crate::base::protocol::jsonrpc::{RpcError, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED};
 
 /// Accepts `A2A-Version: 1.0` (a patch such as `1.0.2` is tolerated: §3.6 says patches never
 /// matter for compatibility) and refuses any other version with `VersionNotSupportedError`.
@@ -114,25 +111,6 @@ pub fn activated_extensions(
     Ok(activated)
 }
 
-impl From<AuthorizationError> for RpcError {
-    fn from(error: AuthorizationError) -> RpcError {
-        RpcError::new(INVALID_REQUEST, error.to_string()).with_metadata("header", "Authorization")
-    }
-}
-
-/// Who is calling, from the `Authorization` and `X-Participant-Id` headers: the rules are
-/// [`creator::identify`]'s.
-pub fn caller(headers: &HeaderMap, delegators: &Delegators) -> Result<Caller, AuthorizationError> {
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .map(|raw| raw.to_str().map_err(|_| AuthorizationError::NotBearer))
-        .transpose()?;
-    let participant = headers
-        .get(PARTICIPANT_HEADER)
-        .and_then(|value| value.to_str().ok());
-    creator::identify(authorization, participant, delegators)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,46 +204,5 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
-    }
-
-    #[test]
-    fn participant_header_names_an_untrusted_caller() {
-        let delegators = Delegators::none();
-        let alice = caller(&with(PARTICIPANT_HEADER, "alice"), &delegators).unwrap();
-        assert_eq!(alice, Caller::from_header(Some("alice")));
-        assert!(!alice.trusted);
-        let anonymous = caller(&HeaderMap::new(), &delegators).unwrap();
-        assert_eq!(anonymous.participant_id, "user");
-    }
-
-    #[test]
-    fn a_delegator_bearer_token_wins_over_the_participant_header() {
-        let delegators = Delegators::none();
-        let mut headers = with(PARTICIPANT_HEADER, "mallory");
-        let bearer = format!("bEaReR {}", delegators.self_secret());
-        headers.insert(
-            header::AUTHORIZATION,
-            HeaderValue::from_str(&bearer).unwrap(),
-        );
-        assert_eq!(
-            caller(&headers, &delegators).unwrap(),
-            Caller::delegator("self")
-        );
-    }
-
-    #[test]
-    fn an_unknown_token_or_another_scheme_is_refused_without_echoing_it() {
-        let delegators = Delegators::none();
-        let unknown = with("authorization", "Bearer not-a-delegator-token");
-        let err = caller(&unknown, &delegators).unwrap_err();
-        assert_eq!(err, AuthorizationError::UnknownToken);
-        assert!(err.to_string().contains("server.trusted_delegators"));
-        assert!(!err.to_string().contains("not-a-delegator-token"));
-        for value in ["Basic dXNlcjpwYXNz", "Bearer", "token"] {
-            let err = caller(&with("authorization", value), &delegators).unwrap_err();
-            assert_eq!(err, AuthorizationError::NotBearer, "{value}");
-        }
-        let rpc = RpcError::from(AuthorizationError::UnknownToken);
-        assert_eq!(rpc.code, INVALID_REQUEST);
     }
 }

@@ -12,6 +12,7 @@ use axum::http::HeaderValue;
 use serde_json::Value;
 
 use crate::app::server::extensions::Activated;
+use crate::app::server::identity::{BearerVerifier, Credentials, IdentityError, METADATA_FIELD};
 use crate::app::server::validate;
 use crate::base::protocol::card::AgentCard;
 use crate::base::protocol::jsonrpc::{
@@ -25,9 +26,10 @@ use crate::base::protocol::requests::{
 use crate::base::protocol::types::{
     DIRECT_REPLY_KEY, Message, SendMessageResponse, StreamResponse, Task, TaskState,
 };
+use crate::state::tasks::creator::claimed_sender;
 use crate::state::tasks::creator::sender_of;
 use crate::state::tasks::events::RecvError;
-use crate::state::tasks::{Caller, Delegators, Subscription, TaskService};
+use crate::state::tasks::{Caller, Subscription, TaskService};
 
 /// How long a blocking `SendMessage` waits for its task to settle before answering with the task
 /// as it is. A client that needs longer should stream or poll; an HTTP request held open for
@@ -37,19 +39,25 @@ pub const BLOCKING_SEND_MAX_WAIT: Duration = Duration::from_secs(10 * 60);
 /// another harness process sharing it (they announce their events in their own process).
 pub const BLOCKING_SEND_RECHECK: Duration = Duration::from_secs(1);
 
-/// What the server needs: the task service, the card it publishes, who its trusted delegators
-/// are, and its limits.
+/// What the server needs: the task service, the card it publishes, how it knows its callers,
+/// and its limits.
 #[derive(Clone)]
 pub struct ServerState {
     /// The task service every binding calls into.
     pub service: Arc<dyn TaskService>,
     /// The agent card this server publishes; it also says which bindings and capabilities are on.
     pub card: AgentCard,
-    /// Whose bearer tokens make a caller trusted; every binding identifies callers through them.
-    pub delegators: Arc<Delegators>,
+    /// The bearer tokens of `self`, the trusted delegators and the token callers; every
+    /// binding identifies callers through them.
+    pub credentials: Arc<Credentials>,
+    /// Verifies a bearer token that is none of `credentials` (a JWT); without one such a token
+    /// is refused.
+    pub verifier: Option<Arc<dyn BearerVerifier>>,
+    /// Whether a request without credentials is served (`server.allow_anonymous`).
+    pub allow_anonymous: bool,
     /// Larger request bodies get HTTP 413 before they are parsed.
     pub max_request_bytes: usize,
-    /// Requests per minute one caller may make before HTTP 429 (a trusted delegator by its id,
+    /// Requests per minute one caller may make before HTTP 429 (a proven participant by its id,
     /// anyone else by peer address; this harness's own calls are never limited); 0 turns
     /// limiting off.
     pub rate_limit_per_minute: u32,
@@ -61,6 +69,8 @@ pub struct ServerState {
 /// The state handlers share: the server state and what is derived from it once.
 pub(crate) struct App {
     pub(crate) state: ServerState,
+    /// Who each request comes from: the credentials, the verifier and the anonymous rule.
+    pub(crate) identifier: Arc<crate::app::server::identity::Identifier>,
     /// The URIs of the extensions the card offers: the only ones `A2A-Extensions` may name.
     pub(crate) supported_extensions: Vec<String>,
     pub(crate) card_json: Bytes,
@@ -124,6 +134,28 @@ impl StreamEnd {
 pub(crate) struct Requester {
     pub caller: Caller,
     pub activated: Activated,
+}
+
+/// Whether the caller may send a message as the participant its metadata names (`claimed`,
+/// trimmed): a proven caller only as itself (else 403), an unproven one never as an id a
+/// credential stands for (else 401). Every binding checks this before the operation runs, so
+/// the refusal is an HTTP status like every other refusal of who the caller is.
+pub(crate) fn check_sender(
+    app: &App,
+    caller: &Caller,
+    claimed: Option<&str>,
+) -> Result<(), IdentityError> {
+    let claimed = claimed.map(str::trim).filter(|id| !id.is_empty());
+    app.identifier.check_claim(caller, METADATA_FIELD, claimed)
+}
+
+/// [`check_sender`] for a decoded message.
+pub(crate) fn check_message_sender(
+    app: &App,
+    caller: &Caller,
+    message: &Message,
+) -> Result<(), IdentityError> {
+    check_sender(app, caller, claimed_sender(message))
 }
 
 /// A stream to send: who it follows the task as, the subscription, how much history each task

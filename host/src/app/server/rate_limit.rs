@@ -1,5 +1,6 @@
 //! The request rate limit, keyed by who is calling: this harness's own calls are never limited,
-//! a trusted delegator is limited by its id, anyone else by peer address. Refusals are counted
+//! a proven participant (delegator, token caller, JWT) is limited by its id, anyone else by peer
+//! address. Refusals are counted
 //! and reported in one WARN line per interval, never logged one by one.
 
 use std::collections::HashMap;
@@ -17,8 +18,6 @@ use axum::response::{IntoResponse, Response};
 use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use crate::state::tasks::Delegators;
-
 /// The limiter forgets idle keys once it tracks this many, and the refusal report counts at
 /// most this many distinct callers, so a scan from many addresses cannot grow memory without
 /// bound.
@@ -33,17 +32,15 @@ pub use crate::app::server::caller_key::{CallerKey as RateKey, key_of};
 /// The limiter and what it refused since the last report.
 pub struct RateLimit {
     limiter: DefaultKeyedRateLimiter<RateKey>,
-    delegators: Arc<Delegators>,
     refusals: Arc<Refusals>,
 }
 
 impl RateLimit {
-    /// `per_minute` requests a minute for each key (bursts of as many), callers known by
-    /// `delegators`.
-    pub fn new(per_minute: NonZeroU32, delegators: Arc<Delegators>) -> RateLimit {
+    /// `per_minute` requests a minute for each key (bursts of as many), callers known by what
+    /// identification found ([`crate::app::server::identity::Identified`]).
+    pub fn new(per_minute: NonZeroU32) -> RateLimit {
         RateLimit {
             limiter: RateLimiter::keyed(Quota::per_minute(per_minute)),
-            delegators,
             refusals: Arc::new(Refusals::default()),
         }
     }
@@ -69,7 +66,7 @@ pub async fn limit(State(limit): State<Arc<RateLimit>>, request: Request, next: 
         .get::<ConnectInfo<SocketAddr>>()
         .map(|ConnectInfo(addr)| addr.ip())
         .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-    let Some(key) = key_of(request.headers(), peer, &limit.delegators) else {
+    let Some(key) = key_of(request.extensions().get(), peer) else {
         return next.run(request).await;
     };
     match limit.check(&key) {
@@ -225,6 +222,7 @@ mod tests {
     use axum::http::{HeaderMap, HeaderValue};
 
     use super::*;
+    use crate::app::server::identity::{Credentials, Identified, Identifier};
     use crate::base::protocol::headers;
 
     const LOOPBACK: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
@@ -236,55 +234,71 @@ mod tests {
         headers
     }
 
-    #[test]
-    fn the_self_secret_is_never_limited_and_everyone_else_is_keyed_by_what_proves_them() {
-        let delegators = Delegators::none();
-        let own = bearer(delegators.self_secret());
-        assert_eq!(key_of(&own, LOOPBACK, &delegators), None);
+    async fn key(identifier: &Identifier, headers: &HeaderMap) -> Option<RateKey> {
+        let identified = Identified(identifier.caller(headers).await);
+        key_of(Some(&identified), LOOPBACK)
+    }
+
+    #[tokio::test]
+    async fn the_self_secret_is_never_limited_and_everyone_else_is_keyed_by_what_proves_them() {
+        let credentials = Arc::new(Credentials::none());
+        let identifier = Identifier::new(credentials.clone(), None, true);
+        let own = bearer(credentials.self_secret());
+        assert_eq!(key(&identifier, &own).await, None);
         let mut claimed = HeaderMap::new();
         claimed.insert(
             headers::PARTICIPANT_HEADER,
             HeaderValue::from_static("self"),
         );
         assert_eq!(
-            key_of(&claimed, LOOPBACK, &delegators),
+            key(&identifier, &claimed).await,
             Some(RateKey::Peer(LOOPBACK)),
             "a header naming self proves nothing"
         );
         let forged = bearer("not-anybody's-token-at-all");
         assert_eq!(
-            key_of(&forged, LOOPBACK, &delegators),
+            key(&identifier, &forged).await,
             Some(RateKey::Peer(LOOPBACK)),
             "a token that is nobody's gets no pass"
         );
+        assert_eq!(key_of(None, LOOPBACK), Some(RateKey::Peer(LOOPBACK)));
     }
 
-    #[test]
-    fn a_configured_delegator_is_keyed_by_its_id() {
+    #[tokio::test]
+    async fn a_configured_delegator_and_a_token_caller_are_keyed_by_their_ids() {
         let server = crate::base::config::ServerConfig {
             trusted_delegators: vec![crate::base::config::TrustedDelegatorConfig {
                 id: "ledger".into(),
                 token_env: "LEDGER".into(),
             }],
+            callers: vec![crate::base::config::CallerConfig {
+                id: "alice".into(),
+                token_env: "ALICE".into(),
+            }],
             ..crate::base::config::ServerConfig::default()
         };
-        let token = "ledger-token-0123456789abcdef";
-        let delegators = Delegators::from_config(&server, |_| Some(token.into())).unwrap();
+        let token = |name: &str| format!("{name}-token-0123456789abcdef");
+        let credentials = Credentials::from_config(&server, |name| Some(token(name))).unwrap();
+        let identifier = Identifier::new(Arc::new(credentials), None, true);
         assert_eq!(
-            key_of(&bearer(token), LOOPBACK, &delegators),
-            Some(RateKey::Delegator("ledger".into()))
+            key(&identifier, &bearer(&token("LEDGER"))).await,
+            Some(RateKey::Proven("ledger".into()))
+        );
+        assert_eq!(
+            key(&identifier, &bearer(&token("ALICE"))).await,
+            Some(RateKey::Proven("alice".into()))
         );
     }
 
     #[test]
     fn a_key_over_its_quota_waits_and_other_keys_do_not() {
-        let limit = RateLimit::new(NonZeroU32::new(2).unwrap(), Arc::new(Delegators::none()));
+        let limit = RateLimit::new(NonZeroU32::new(2).unwrap());
         let flooder = RateKey::Peer(LOOPBACK);
         assert!(limit.check(&flooder).is_ok());
         assert!(limit.check(&flooder).is_ok());
         let wait = limit.check(&flooder).unwrap_err();
         assert!((1..=60).contains(&wait), "{wait}");
-        assert!(limit.check(&RateKey::Delegator("ledger".into())).is_ok());
+        assert!(limit.check(&RateKey::Proven("ledger".into())).is_ok());
     }
 
     #[test]
@@ -295,7 +309,7 @@ mod tests {
             refusals.record(RateKey::Peer(LOOPBACK));
         }
         for _ in 0..7 {
-            refusals.record(RateKey::Delegator("ledger".into()));
+            refusals.record(RateKey::Proven("ledger".into()));
         }
         let report = refusals.take().unwrap();
         assert_eq!(

@@ -19,6 +19,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::app::server::fair_share;
+use crate::app::server::identity::{self, Identifier};
 use crate::app::server::ops::App;
 pub use crate::app::server::ops::ServerState;
 use crate::app::server::rate_limit::{self, RateLimit};
@@ -35,9 +36,13 @@ pub const CARD_MAX_AGE_SECONDS: u32 = 300;
 /// peer addresses anonymous callers are rate-limited by.
 pub fn router(state: ServerState) -> Router {
     let max_request_bytes = state.max_request_bytes;
-    let delegators = state.delegators.clone();
-    let limiter = NonZeroU32::new(state.rate_limit_per_minute)
-        .map(|rate| Arc::new(RateLimit::new(rate, state.delegators.clone())));
+    let identifier = Arc::new(Identifier::new(
+        state.credentials.clone(),
+        state.verifier.clone(),
+        state.allow_anonymous,
+    ));
+    let limiter =
+        NonZeroU32::new(state.rate_limit_per_minute).map(|rate| Arc::new(RateLimit::new(rate)));
     let card_json = Bytes::from(serde_json::to_vec(&state.card).unwrap_or_default());
     let mut hasher = DefaultHasher::new();
     card_json.hash(&mut hasher);
@@ -54,6 +59,7 @@ pub fn router(state: ServerState) -> Router {
         .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"));
     let app = Arc::new(App {
         state,
+        identifier: identifier.clone(),
         supported_extensions,
         card_json,
         card_etag,
@@ -61,7 +67,8 @@ pub fn router(state: ServerState) -> Router {
     });
 
     // Layers run outside-in in the reverse of the order they are added: trace, catch panics,
-    // the caller's share of connections, rate limit, then the body limits, then the handler.
+    // who the caller is, the caller's share of connections, rate limit, the refusal of a caller
+    // whose identification failed, then the body limits, then the handler.
     let mut router = Router::new()
         .route(CARD_PATH, get(agent_card))
         .route("/", post(dispatch::rpc))
@@ -71,15 +78,19 @@ pub fn router(state: ServerState) -> Router {
         // Limits bodies without a Content-Length as they are read into bytes.
         .layer(DefaultBodyLimit::max(max_request_bytes))
         // Refuses a declared Content-Length over the limit before reading anything.
-        .layer(RequestBodyLimitLayer::new(max_request_bytes));
+        .layer(RequestBodyLimitLayer::new(max_request_bytes))
+        // After the limits: a caller guessing tokens spends its rate like any other.
+        .layer(middleware::from_fn(identity::refuse_unidentified));
     if let Some(limiter) = limiter {
         router = router.layer(middleware::from_fn_with_state(limiter, rate_limit::limit));
     }
     // Before the rate limit: a request refused for its caller's share spends none of its rate.
     router
+        .layer(middleware::from_fn(fair_share::enforce))
+        // Once per request, before every limit that counts a caller by who it is.
         .layer(middleware::from_fn_with_state(
-            delegators,
-            fair_share::enforce,
+            identifier,
+            identity::identify_request,
         ))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())

@@ -9,6 +9,7 @@ mod engine;
 #[cfg(test)]
 mod properties;
 mod server;
+mod server_auth;
 mod skills;
 mod validate;
 
@@ -21,7 +22,8 @@ pub use agent_auth::OAuth2Config;
 pub use card::{CardConfig, CardSkillConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
-pub use server::{ServerConfig, TrustedDelegatorConfig};
+pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
+pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
 pub use skills::{DEFAULT_SKILLS_DIR, MAX_SKILL_DIRS, SkillFolder, SkillsConfig};
 pub use validate::{MAX_DELEGATION_HOPS, SELF_AGENT_ID};
 
@@ -385,6 +387,7 @@ impl Config {
         for (index, agent) in config.agents.iter().enumerate() {
             agent_auth::validate_agent_auth(index, agent)?;
         }
+        server_auth::validate(&config.server)?;
         Ok(config)
     }
 

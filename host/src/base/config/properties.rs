@@ -35,7 +35,7 @@ use Kind::*;
 type Section = (&'static str, bool, &'static [(&'static str, Kind)]);
 
 /// Every setting, by section.
-const SECTIONS: [Section; 13] = [
+const SECTIONS: [Section; 14] = [
     (
         "server",
         false,
@@ -44,10 +44,18 @@ const SECTIONS: [Section; 13] = [
             ("base_url", Url),
             ("max_request_bytes", Count),
             ("rate_limit_per_minute", Count),
+            // Any value but a boolean is refused by its type; a non-loopback `bind` without
+            // it is refused naming it.
+            ("allow_anonymous", Text),
         ],
     ),
     (
         "server.trusted_delegators",
+        true,
+        &[("id", Id), ("token_env", EnvName)],
+    ),
+    (
+        "server.callers",
         true,
         &[("id", Id), ("token_env", EnvName)],
     ),

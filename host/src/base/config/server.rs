@@ -1,5 +1,5 @@
-//! `[server]`: where and how the A2A server listens, its limits, and the trusted delegators it
-//! accepts.
+//! `[server]`: where and how the A2A server listens, its limits, and the callers it knows by
+//! their credentials (trusted delegators, token callers) or serves anonymously.
 
 use serde::Deserialize;
 
@@ -27,6 +27,15 @@ pub struct ServerConfig {
     /// reasoning effort, parent tasks), each known by the bearer token it presents.
     #[serde(default)]
     pub trusted_delegators: Vec<TrustedDelegatorConfig>,
+    /// Callers that prove who they are with a bearer token: each is the participant its id
+    /// names, untrusted (it may not shape a brief), and no one else may claim that id.
+    #[serde(default)]
+    pub callers: Vec<CallerConfig>,
+    /// Whether a request without valid credentials is served (as an untrusted participant that
+    /// can list nothing). `None`: true when `bind` is a loopback address, false otherwise
+    /// ([`ServerConfig::anonymous_allowed`]).
+    #[serde(default)]
+    pub allow_anonymous: Option<bool>,
     /// Seconds a request head may take to arrive whole (the first from when the connection
     /// opens, later ones from their first byte) before the connection is closed.
     #[serde(default = "defaults::header_read_timeout_secs")]
@@ -61,6 +70,17 @@ pub struct TrustedDelegatorConfig {
     pub token_env: String,
 }
 
+/// `[[server.callers]]`: a participant that presents `Authorization: Bearer <token>`. The token
+/// is read from the environment at start-up, never from the file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallerConfig {
+    /// The participant id the caller is; `self` and the delegators' ids are taken.
+    pub id: String,
+    /// The environment variable that holds the caller's bearer token.
+    pub token_env: String,
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -69,6 +89,8 @@ impl Default for ServerConfig {
             max_request_bytes: defaults::max_request_bytes(),
             rate_limit_per_minute: defaults::rate_limit_per_minute(),
             trusted_delegators: Vec::new(),
+            callers: Vec::new(),
+            allow_anonymous: None,
             header_read_timeout_secs: defaults::header_read_timeout_secs(),
             body_read_timeout_secs: defaults::body_read_timeout_secs(),
             idle_timeout_secs: defaults::idle_timeout_secs(),
@@ -90,6 +112,21 @@ impl ServerConfig {
         })
     }
 
+    /// `allow_anonymous`, else whether `bind` is a loopback address: on loopback only this
+    /// machine can call, elsewhere anyone who reaches the port could.
+    pub fn anonymous_allowed(&self) -> bool {
+        self.allow_anonymous
+            .unwrap_or_else(|| self.binds_loopback())
+    }
+
+    /// Whether `bind` is a loopback address (`127.0.0.0/8`, `::1`); an address that does not
+    /// parse is not.
+    pub fn binds_loopback(&self) -> bool {
+        self.bind
+            .parse::<std::net::SocketAddr>()
+            .is_ok_and(|addr| addr.ip().is_loopback())
+    }
+
     /// `base_url`, or `http://{bind}` when it is not set.
     pub fn effective_base_url(&self) -> String {
         match &self.base_url {
@@ -97,4 +134,11 @@ impl ServerConfig {
             None => format!("http://{}", self.bind),
         }
     }
+}
+
+/// Whether any way for a caller to prove who it is is configured: token callers or trusted
+/// delegators (each method of authentication the server gains is added here, and start-up's
+/// check of a network `bind` follows).
+pub fn has_caller_auth(server: &ServerConfig) -> bool {
+    !server.callers.is_empty() || !server.trusted_delegators.is_empty()
 }

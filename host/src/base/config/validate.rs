@@ -369,7 +369,7 @@ fn validate_agents(config: &Config) -> Result<(), ConfigError> {
 }
 
 /// Refuses a blank id, or one that is not [`is_plain_id`].
-fn check_id(setting: &str, id: &str) -> Result<(), ConfigError> {
+pub(super) fn check_id(setting: &str, id: &str) -> Result<(), ConfigError> {
     if id.trim().is_empty() {
         return Err(ConfigError::invalid(setting, "must not be blank"));
     }

@@ -1,20 +1,17 @@
-//! The creator rules of tasks, in one place: who a caller is (a trusted delegator by the bearer
-//! token it presents, else an untrusted participant by name), who a message speaks for, what a
+//! The creator rules of tasks, in one place: who a message speaks for (who the caller is, the
+//! server identifies: `server::identity`), what a
 //! new task's brief may set (only a trusted delegator may name other participants or set
 //! lifecycle, model, reasoning effort, a token budget or parent tasks), and how the creator joins
 //! the task it made.
 
 use super::hops::HopRules;
 use super::service::{Caller, TaskError};
-use super::trust::Delegators;
 use crate::base::model::{Effort, UnknownModel};
 use crate::base::protocol::types::Message;
 use crate::state::records::extension::{
     Lifecycle, Participant, ParticipantKind, Role, TaskExtension,
 };
 
-/// The authentication scheme a trusted delegator uses (RFC 6750), matched without case.
-pub const BEARER_SCHEME: &str = "bearer";
 /// How much of a refused value is echoed back in an error: enough to recognise it, not enough
 /// to carry a payload back to the caller.
 const MAX_ECHOED_VALUE_CHARS: usize = 32;
@@ -41,65 +38,24 @@ impl BriefRules {
     }
 }
 
-/// Why an `Authorization` header was refused. The messages never repeat what was sent: it may
-/// be a secret meant for another server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum AuthorizationError {
-    /// The header holds another scheme than `Bearer`, or no token.
-    #[error(
-        "Authorization: only `Bearer <token>` is accepted, with the token of one of this server's server.trusted_delegators; send no Authorization header to call as an untrusted participant"
-    )]
-    NotBearer,
-    /// The token is no trusted delegator's: refused rather than served as anonymous.
-    #[error(
-        "Authorization: the bearer token is not one of this server's server.trusted_delegators; send no Authorization header to call as an untrusted participant"
-    )]
-    UnknownToken,
-}
-
-/// Who is calling. With an `Authorization: Bearer <token>` value the caller is the trusted
-/// delegator whose token it is, whatever the participant header says; a token that is no
-/// delegator's, or another scheme, is refused rather than served as anonymous, so a
-/// misconfigured delegator finds out at once. Without one, the caller is the untrusted
-/// participant the participant header names (`X-Participant-Id`), or the anonymous one.
-pub fn identify(
-    authorization: Option<&str>,
-    participant: Option<&str>,
-    delegators: &Delegators,
-) -> Result<Caller, AuthorizationError> {
-    if let Some(value) = authorization {
-        let (scheme, token) = value
-            .trim()
-            .split_once(' ')
-            .ok_or(AuthorizationError::NotBearer)?;
-        if !scheme.eq_ignore_ascii_case(BEARER_SCHEME) {
-            return Err(AuthorizationError::NotBearer);
-        }
-        return delegators
-            .identify(token.trim())
-            .map(Caller::delegator)
-            .ok_or(AuthorizationError::UnknownToken);
-    }
-    Ok(Caller::from_header(participant))
-}
-
-/// The participant a message comes from, as the caller the task service acts for. An untrusted
-/// caller is named by `Message.metadata.participant_id`, else by its header. A trusted delegator
-/// speaks only as itself: a message naming someone else is refused, so trust never passes to
-/// another id. The protocol layer follows the task a message created or continued as this
-/// sender, so a sender named only in the metadata can read the task it just created.
+/// The participant a message comes from, as the caller the task service acts for. An unproven
+/// caller is named by `Message.metadata.participant_id`, else by its header. A proven caller (a
+/// trusted delegator, a token caller, a JWT) speaks only as itself: a message naming someone
+/// else is refused, so a credential never passes to another id. The protocol layer follows the
+/// task a message created or continued as this sender, so a sender named only in the metadata
+/// can read the task it just created.
 pub fn sender_of(caller: &Caller, message: &Message) -> Result<Caller, TaskError> {
-    let named = message
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get("participant_id"))
-        .and_then(|v| v.as_str())
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
-    if caller.trusted {
+    let named = claimed_sender(message);
+    if caller.proven {
         if let Some(other) = named.filter(|id| *id != caller.participant_id) {
+            let who = if caller.trusted {
+                "the trusted delegator whose token was presented; a delegator speaks only as itself"
+            } else {
+                "the participant whose credential was presented; a caller speaks only as itself"
+            };
             return Err(TaskError::InvalidParams(format!(
-                "message.metadata.participant_id: `{other}` is not `{}`, the trusted delegator whose token was presented; a delegator speaks only as itself",
+                "message.metadata.participant_id: `{}` is not `{}`, {who}",
+                echoed(other),
                 caller.participant_id
             )));
         }
@@ -110,7 +66,35 @@ pub fn sender_of(caller: &Caller, message: &Message) -> Result<Caller, TaskError
             .map(str::to_string)
             .unwrap_or_else(|| caller.participant_id.clone()),
         trusted: false,
+        proven: false,
     })
+}
+
+/// The participant a message's metadata names (`participant_id`), trimmed, if any.
+pub fn claimed_sender(message: &Message) -> Option<&str> {
+    message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("participant_id"))
+        .and_then(|v| v.as_str())
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// Refuses a message that carries the mark of a child's report: only the harness's stand-ins
+/// write those, and the loop reads them as notes from the child.
+pub(super) fn refuse_reserved_metadata(message: &Message) -> Result<(), TaskError> {
+    let key = crate::base::protocol::extension::CHILD_REPORT_KEY;
+    if message
+        .metadata
+        .as_ref()
+        .is_some_and(|m| m.contains_key(key))
+    {
+        return Err(TaskError::InvalidParams(format!(
+            "message.metadata.{key}: reserved for the harness's reports of its sub-tasks"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses, whole, a new task's brief that asks for what only a trusted delegator may: naming

@@ -5,12 +5,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::creator::{BriefRules, check_new_brief, join_as_admin, sender_of};
+use super::creator::{
+    BriefRules, check_new_brief, join_as_admin, refuse_reserved_metadata, sender_of,
+};
 use super::engine_port::Engine;
 use super::envelope::{BriefChange, read_brief};
 use super::events::TaskEvents;
 use super::hops;
 use super::hub::{Change, Created, TaskHub};
+use super::ids::new_store_key;
 use super::input_limit::InputLimits;
 use super::service::{Caller, Subscription, TaskError, TaskService};
 use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
@@ -130,6 +133,7 @@ impl Tasks {
         let Caller {
             participant_id: sender,
             trusted,
+            ..
         } = sender;
         let sender = sender.as_str();
         // A resent message is found in the transaction that would create its task (below), so
@@ -280,22 +284,6 @@ impl Tasks {
     }
 }
 
-/// Refuses a message that carries the mark of a child's report: only the harness's stand-ins
-/// write those, and the loop reads them as notes from the child.
-fn refuse_reserved_metadata(message: &Message) -> Result<(), TaskError> {
-    let key = crate::base::protocol::extension::CHILD_REPORT_KEY;
-    if message
-        .metadata
-        .as_ref()
-        .is_some_and(|m| m.contains_key(key))
-    {
-        return Err(TaskError::InvalidParams(format!(
-            "message.metadata.{key}: reserved for the harness's reports of its sub-tasks"
-        )));
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl TaskService for Tasks {
     async fn send_message(
@@ -364,6 +352,16 @@ impl TaskService for Tasks {
                 ))
             })?)
         };
+        if !caller.proven {
+            // A caller that proved no identity shares its claimed id (or the anonymous one)
+            // with anyone who claims it: it reaches what it created by the task's id alone.
+            return Ok(ListTasksResponse {
+                tasks: Vec::new(),
+                next_page_token: String::new(),
+                page_size: 0,
+                total_size: 0,
+            });
+        }
         let page = self.hub.store().list_tasks(&TaskFilter {
             participant_id: caller.participant_id.clone(),
             context_id: Some(request.context_id.clone()).filter(|c| !c.is_empty()),
@@ -437,13 +435,4 @@ impl TaskService for Tasks {
         }
         self.subscription(id, None)
     }
-}
-
-/// A new task or context id: a UUIDv7, whose leading bits are the time of creation. The store
-/// keys its tables by task id, so ids that grow with time append to the right edge of each
-/// index instead of landing on a random page: a commit of many new tasks rewrites a few shared
-/// pages rather than one page per task per index. The 74 random bits left still make an id
-/// unguessable, and every read is checked against the task's owner anyway.
-fn new_store_key() -> String {
-    uuid::Uuid::now_v7().to_string()
 }

@@ -7,26 +7,34 @@ use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendM
 use crate::base::protocol::types::{Task, TaskState};
 
 /// The participant id of a caller that names none.
-pub const ANONYMOUS_PARTICIPANT: &str = "user";
+pub const ANONYMOUS_PARTICIPANT: &str = crate::base::config::ANONYMOUS_PARTICIPANT_ID;
 
-/// Who is calling. An untrusted caller is whoever it says it is: the participant id from
-/// `X-Participant-Id` (or, for a message, `Message.metadata.participant_id`, which wins). A
-/// trusted delegator proved who it is with its bearer token, and speaks only as itself.
+/// Who is calling, as the server identified it. A caller that proved who it is (a bearer token
+/// of this harness, a trusted delegator or a token caller, or a JWT) is `proven`; one that did
+/// not is whoever it says it is (`X-Participant-Id`, or `Message.metadata.participant_id`,
+/// which wins), or the anonymous participant, and never one of the ids a credential stands for
+/// (the server refuses those claims). An unproven caller lists nothing: what it created it
+/// reaches by the task's unguessable id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The participant the caller acts as: what it claims, or its delegator id when trusted.
+    /// The participant the caller acts as: what it claims, or the id its credential proves.
     pub participant_id: String,
-    /// Whether the caller is a trusted delegator, which may shape a new task's brief.
+    /// Whether the caller is a trusted delegator (or this harness), which may shape a new
+    /// task's brief.
     pub trusted: bool,
+    /// Whether the caller proved its id with a credential: only such a caller lists tasks, and
+    /// it speaks only as itself.
+    pub proven: bool,
 }
 
 impl Caller {
-    /// The untrusted caller named by a header value, or the anonymous participant.
+    /// The unproven caller named by a header value, or the anonymous participant.
     pub fn from_header(value: Option<&str>) -> Caller {
         let id = value.map(str::trim).filter(|v| !v.is_empty());
         Caller {
             participant_id: id.unwrap_or(ANONYMOUS_PARTICIPANT).to_string(),
             trusted: false,
+            proven: false,
         }
     }
 
@@ -35,6 +43,17 @@ impl Caller {
         Caller {
             participant_id: id.into(),
             trusted: true,
+            proven: true,
+        }
+    }
+
+    /// The untrusted participant with this id, as its credential (a caller's token, a JWT)
+    /// proved it.
+    pub fn authenticated(id: impl Into<String>) -> Caller {
+        Caller {
+            participant_id: id.into(),
+            trusted: false,
+            proven: true,
         }
     }
 }

@@ -8,13 +8,13 @@
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -24,6 +24,7 @@ pub use status::{http_status, status_body};
 
 use crate::app::server::extensions::Activated;
 use crate::app::server::headers::{self};
+use crate::app::server::identity::Identified;
 use crate::app::server::ops::{self, App, Requester, Streaming};
 use crate::app::server::sse::{self, Framing, to_text};
 use crate::base::protocol::headers::A2A_VERSION_HEADER;
@@ -93,7 +94,14 @@ fn stream(app: &App, result: Result<Streaming, RpcError>) -> Response {
 
 /// The version and extension checks every REST request passes, then who the caller is. §3.6.1
 /// lets a client name the version in an `A2A-Version` query parameter instead of the header.
-fn checked(app: &App, headers: &HeaderMap, uri: &Uri) -> Result<Requester, Refusal> {
+fn checked(
+    app: &App,
+    identified: Identified,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Requester, Refusal> {
+    // The caller was identified before the limits; a refused one never gets here.
+    let caller = identified.0.map_err(Refusal::Identity)?;
     let mut headers = headers.clone();
     if !headers.contains_key(A2A_VERSION_HEADER)
         && let Some(version) = query_pairs(uri).find(|(key, _)| key == "A2A-Version")
@@ -103,8 +111,6 @@ fn checked(app: &App, headers: &HeaderMap, uri: &Uri) -> Result<Requester, Refus
     }
     headers::check_version(&headers)?;
     let activated = Activated::from_headers(&headers, false, &app.supported_extensions)?;
-    let caller =
-        headers::caller(&headers, &app.state.delegators).map_err(Refusal::Unauthenticated)?;
     Ok(Requester { caller, activated })
 }
 
@@ -161,14 +167,19 @@ macro_rules! try_response {
 /// `POST /message:send`.
 async fn send_message(
     State(app): State<Arc<App>>,
+    Extension(identified): Extension<Identified>,
     headers: HeaderMap,
     uri: Uri,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let requester = try_response!(checked(&app, &headers, &uri));
+    let requester = try_response!(checked(&app, identified, &headers, &uri));
     let answer = async {
         let request: SendMessageRequest =
             try_response!(body_object(&headers, body).and_then(decode));
+        try_response!(
+            ops::check_message_sender(&app, &requester.caller, &request.message)
+                .map_err(Refusal::Identity)
+        );
         ok(ops::send_message(&app, &requester, request).await)
     };
     requester.activated.echo(answer.await)
@@ -177,14 +188,19 @@ async fn send_message(
 /// `POST /message:stream`.
 async fn send_streaming_message(
     State(app): State<Arc<App>>,
+    Extension(identified): Extension<Identified>,
     headers: HeaderMap,
     uri: Uri,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let requester = try_response!(checked(&app, &headers, &uri));
+    let requester = try_response!(checked(&app, identified, &headers, &uri));
     let answer = async {
         let request: SendMessageRequest =
             try_response!(body_object(&headers, body).and_then(decode));
+        try_response!(
+            ops::check_message_sender(&app, &requester.caller, &request.message)
+                .map_err(Refusal::Identity)
+        );
         stream(
             &app,
             ops::send_streaming_message(&app, &requester, request).await,
@@ -196,11 +212,12 @@ async fn send_streaming_message(
 /// `GET /tasks`, its parameters in the query string (§11.5).
 async fn list_tasks(
     State(app): State<Arc<App>>,
+    Extension(identified): Extension<Identified>,
     headers: HeaderMap,
     uri: Uri,
     query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Response {
-    let requester = try_response!(checked(&app, &headers, &uri));
+    let requester = try_response!(checked(&app, identified, &headers, &uri));
     let answer = async {
         let pairs = match query {
             Ok(Query(pairs)) => pairs,
@@ -243,11 +260,12 @@ fn list_params(pairs: &[(String, String)]) -> Value {
 /// latter; some clients GET it, and both are served).
 async fn get_task(
     State(app): State<Arc<App>>,
+    Extension(identified): Extension<Identified>,
     Path(segment): Path<String>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    let requester = try_response!(checked(&app, &headers, &uri));
+    let requester = try_response!(checked(&app, identified, &headers, &uri));
     let answer = async {
         if let Some(id) = verb(&segment, SUBSCRIBE) {
             let request = SubscribeToTaskRequest {
@@ -279,12 +297,13 @@ async fn get_task(
 /// `POST /tasks/{id}:cancel` and `POST /tasks/{id}:subscribe`.
 async fn task_action(
     State(app): State<Arc<App>>,
+    Extension(identified): Extension<Identified>,
     Path(segment): Path<String>,
     headers: HeaderMap,
     uri: Uri,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let requester = try_response!(checked(&app, &headers, &uri));
+    let requester = try_response!(checked(&app, identified, &headers, &uri));
     let answer = async {
         let body = try_response!(body_object(&headers, body));
         if let Some(id) = verb(&segment, CANCEL) {
@@ -312,8 +331,13 @@ fn verb<'a>(segment: &'a str, verb: &str) -> Option<&'a str> {
 }
 
 /// Every push-notification-config route: not supported, as the card says.
-async fn push_config(State(app): State<Arc<App>>, headers: HeaderMap, uri: Uri) -> Response {
-    let requester = try_response!(checked(&app, &headers, &uri));
+async fn push_config(
+    State(app): State<Arc<App>>,
+    Extension(identified): Extension<Identified>,
+    headers: HeaderMap,
+    uri: Uri,
+) -> Response {
+    let requester = try_response!(checked(&app, identified, &headers, &uri));
     requester
         .activated
         .echo(error_response(&ops::push_not_supported()))
@@ -322,10 +346,11 @@ async fn push_config(State(app): State<Arc<App>>, headers: HeaderMap, uri: Uri) 
 /// `GET /extendedAgentCard`.
 async fn extended_agent_card(
     State(app): State<Arc<App>>,
+    Extension(identified): Extension<Identified>,
     headers: HeaderMap,
     uri: Uri,
 ) -> Response {
-    let requester = try_response!(checked(&app, &headers, &uri));
+    let requester = try_response!(checked(&app, identified, &headers, &uri));
     requester
         .activated
         .echo(error_response(&ops::extended_agent_card(&app)))

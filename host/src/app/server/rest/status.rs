@@ -7,9 +7,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::RESPONSE_MEDIA_TYPE;
+use crate::app::server::identity::{self, IdentityError};
 use crate::base::protocol::jsonrpc::{self, RpcError};
 use crate::base::text::log_field;
-use crate::state::tasks::creator::AuthorizationError;
 
 /// The HTTP status and `google.rpc.Code` name of an A2A (or JSON-RPC) error code. A2A errors
 /// follow the table of §5.4 as the 1.0 specification published with the TCK gives it (409 for
@@ -57,25 +57,6 @@ pub(crate) fn error_response(error: &RpcError) -> Response {
     with_json(status, &status_body(error))
 }
 
-/// HTTP 401 with `WWW-Authenticate: Bearer` and a §11.6 body whose status is `UNAUTHENTICATED`.
-fn unauthenticated(error: AuthorizationError) -> Response {
-    tracing::debug!(%error, "REST request refused");
-    let rpc = RpcError::from(error);
-    let body = json!({
-        "error": {
-            "code": StatusCode::UNAUTHORIZED.as_u16(),
-            "status": "UNAUTHENTICATED",
-            "message": rpc.message,
-            "details": rpc.data,
-        }
-    });
-    let mut response = with_json(StatusCode::UNAUTHORIZED, &body);
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
-}
-
 pub(super) fn with_json<T: serde::Serialize>(status: StatusCode, value: &T) -> Response {
     match serde_json::to_vec(value) {
         Ok(body) => {
@@ -92,9 +73,9 @@ pub(super) enum Refusal {
     A2a(RpcError),
     /// The body could not be read (413 over the size limit, 400 otherwise).
     Body(BytesRejection),
-    /// The `Authorization` header names no trusted delegator: HTTP 401, as REST clients expect
-    /// of a credential the server does not accept.
-    Unauthenticated(AuthorizationError),
+    /// Who the caller is was refused: HTTP 401 (with `WWW-Authenticate: Bearer`) or 403, as
+    /// REST clients expect of a credential the server does not accept.
+    Identity(IdentityError),
 }
 
 impl From<RpcError> for Refusal {
@@ -108,7 +89,7 @@ impl IntoResponse for Refusal {
         match self {
             Refusal::A2a(error) => error_response(&error),
             Refusal::Body(rejection) => (rejection.status(), rejection.body_text()).into_response(),
-            Refusal::Unauthenticated(error) => unauthenticated(error),
+            Refusal::Identity(error) => identity::refusal_response(&error, false),
         }
     }
 }
