@@ -209,6 +209,7 @@ impl Server {
         let state = ServerState {
             service: Arc::new(FakeTasks::default()),
             card: default_card(&base),
+            extended_card: None,
             delegators: Arc::new(Delegators::none()),
             max_request_bytes,
             rate_limit_per_minute,

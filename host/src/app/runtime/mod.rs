@@ -18,7 +18,7 @@ use crate::state::tasks::creator::BriefRules;
 use crate::state::tasks::hops::{HopRules, InstanceId};
 use crate::state::tasks::hub::TaskHub;
 use crate::state::tasks::{Delegators, Tasks};
-use crate::work::agents::{Registry, Roster, own_card};
+use crate::work::agents::{Registry, Roster, served_cards};
 use crate::work::context::StaticPrefix;
 use crate::work::engine::children::Children;
 use crate::work::engine::{
@@ -261,9 +261,9 @@ impl Runtime {
     }
 
     /// The card this harness serves, reachable at `base_url`: the default card with `[card]`
-    /// laid on top.
+    /// laid on top, and the security `[server]` configures.
     pub fn card(&self, base_url: &str) -> AgentCard {
-        own_card(&self.config.card, base_url)
+        served_cards(&self.config, base_url).0
     }
 
     /// Resumes every open task, then serves until `shutdown` resolves; in-flight
@@ -282,9 +282,11 @@ impl Runtime {
         if followed > 0 {
             tracing::info!(followed, "following open sub-tasks again");
         }
+        let (card, extended_card) = served_cards(&self.config, &base_url);
         let state = ServerState {
             service: self.tasks.clone(),
-            card: self.card(&base_url),
+            card,
+            extended_card,
             delegators: self.delegators.clone(),
             max_request_bytes: self.config.server.max_request_bytes,
             rate_limit_per_minute: self.config.server.rate_limit_per_minute,
@@ -378,7 +380,7 @@ mod tests {
 
     use super::*;
     use crate::state::tasks::input_limit::InputLimit;
-    use crate::work::agents::build_roster;
+    use crate::work::agents::{build_roster, own_card};
 
     fn config(text: &str) -> Config {
         Config::parse(text, Path::new("config.toml")).unwrap()

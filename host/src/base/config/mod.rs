@@ -3,8 +3,10 @@
 //! the file: only the names of the environment variables that hold them.
 
 pub mod card;
+mod card_extended;
 mod defaults;
 mod engine;
+pub mod oidc;
 #[cfg(test)]
 mod properties;
 mod server;
@@ -16,9 +18,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use card::{CardConfig, CardSkillConfig, RosterConfig};
+pub use card::{CardConfig, CardSkillConfig, ExtendedCardConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
+pub use oidc::OidcConfig;
 pub use server::{ServerConfig, TrustedDelegatorConfig};
 pub use skills::{DEFAULT_SKILLS_DIR, MAX_SKILL_DIRS, SkillFolder, SkillsConfig};
 pub use validate::{MAX_DELEGATION_HOPS, SELF_AGENT_ID};
@@ -372,6 +375,8 @@ impl Config {
         let config: Config = serde_path_to_error::deserialize(deserializer)
             .map_err(|err| validate::from_serde_error(&err))?;
         validate::validate(&config)?;
+        oidc::validate_oidc(config.server.oidc.as_ref())?;
+        card_extended::validate_extended_card(&config.card, &config.server)?;
         Ok(config)
     }
 

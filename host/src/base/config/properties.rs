@@ -35,7 +35,7 @@ use Kind::*;
 type Section = (&'static str, bool, &'static [(&'static str, Kind)]);
 
 /// Every setting, by section.
-const SECTIONS: [Section; 12] = [
+const SECTIONS: [Section; 14] = [
     (
         "server",
         false,
@@ -50,6 +50,17 @@ const SECTIONS: [Section; 12] = [
         "server.trusted_delegators",
         true,
         &[("id", Id), ("token_env", EnvName)],
+    ),
+    (
+        "server.oidc",
+        false,
+        &[
+            ("issuer", Url),
+            ("jwks_url", Url),
+            ("audience", Text),
+            ("participant_claim", Text),
+            ("required_scopes", List),
+        ],
     ),
     (
         "model",
@@ -122,6 +133,7 @@ const SECTIONS: [Section; 12] = [
         false,
         &[("name", Text), ("description", Text), ("version", Text)],
     ),
+    ("card.extended", false, &[("description", Text)]),
     (
         "card.skills",
         true,

@@ -60,7 +60,12 @@ pub(crate) fn error_response(error: &RpcError) -> Response {
 /// HTTP 401 with `WWW-Authenticate: Bearer` and a §11.6 body whose status is `UNAUTHENTICATED`.
 fn unauthenticated(error: AuthorizationError) -> Response {
     tracing::debug!(%error, "REST request refused");
-    let rpc = RpcError::from(error);
+    unauthorized(&RpcError::from(error))
+}
+
+/// An error that asks for credentials as HTTP 401 with `WWW-Authenticate: Bearer` and a §11.6
+/// body whose status is `UNAUTHENTICATED`.
+pub(crate) fn unauthorized(rpc: &RpcError) -> Response {
     let body = json!({
         "error": {
             "code": StatusCode::UNAUTHORIZED.as_u16(),
