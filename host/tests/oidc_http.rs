@@ -118,6 +118,8 @@ impl Issuer {
         let app = Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
             .route("/jwks", get(jwks))
+            .route("/moved", get(moved))
+            .route("/huge", get(huge))
             .with_state(issuer.clone());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         issuer
@@ -169,6 +171,21 @@ async fn jwks(State(issuer): State<Arc<Issuer>>) -> Response {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     }
     Json(issuer.jwks.lock().await.clone()).into_response()
+}
+
+/// A redirect to the real JWKS: keys are read only from the URL configured.
+async fn moved(State(issuer): State<Arc<Issuer>>) -> Response {
+    issuer.jwks_fetches.fetch_add(1, Ordering::SeqCst);
+    axum::response::Redirect::temporary("/jwks").into_response()
+}
+
+/// A JWKS past the size cap: a long list of junk keys.
+async fn huge() -> String {
+    let junk = format!(
+        "{{\"kty\":\"RSA\",\"n\":\"{}\",\"e\":\"AQAB\"}}",
+        "A".repeat(1000)
+    );
+    format!("{{\"keys\":[{}]}}", vec![junk; 300].join(","))
 }
 
 fn client() -> reqwest::Client {
@@ -444,6 +461,26 @@ async fn an_issuer_that_is_down_at_start_refuses_tokens_until_a_refresh_succeeds
     assert_refused(&oidc, &token, OidcRefusal::KeysUnavailable).await;
     issuer.up.store(true, Ordering::SeqCst);
     assert_eq!(oidc.participant(&token).await.unwrap(), "alice");
+}
+
+#[tokio::test]
+async fn keys_behind_a_redirect_or_past_the_size_cap_are_not_used() {
+    let rsa = TestKey::rsa_a();
+    let issuer = Issuer::start(&[&rsa]).await;
+    let token = rsa.sign(&issuer.claims("alice"));
+    for (path, following) in [("/moved", false), ("/moved", true), ("/huge", false)] {
+        let mut config = issuer.config(false);
+        config.jwks_url = Some(format!("{}{path}", issuer.base));
+        // Even a client that follows redirects does not take keys from another URL.
+        let http = if following {
+            reqwest::Client::new()
+        } else {
+            client()
+        };
+        let oidc = Oidc::start(&config, http).await;
+        assert_eq!(oidc.key_count().await, 0, "{path}, following: {following}");
+        assert_refused(&oidc, &token, OidcRefusal::KeysUnavailable).await;
+    }
 }
 
 #[test]
