@@ -229,6 +229,7 @@ impl Server {
             credentials: Arc::new(Credentials::none()),
             verifier,
             allow_anonymous: true,
+            extended_card: None,
             max_request_bytes,
             rate_limit_per_minute,
             stream_keep_alive: Duration::from_secs(

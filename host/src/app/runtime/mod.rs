@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
-use crate::app::server::identity::Credentials;
+use crate::app::server::identity::{BearerVerifier, Credentials};
+use crate::app::server::oidc::Oidc;
 use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
 use crate::base::config::{Config, ConfigError, EngineKind};
 use crate::base::model::{Model, ModelBuildError, Models, build_model, build_models};
@@ -19,7 +20,7 @@ use crate::state::tasks::Tasks;
 use crate::state::tasks::creator::BriefRules;
 use crate::state::tasks::hops::{HopRules, InstanceId};
 use crate::state::tasks::hub::TaskHub;
-use crate::work::agents::{Registry, Roster, own_card};
+use crate::work::agents::{Registry, Roster, served_cards};
 use crate::work::context::StaticPrefix;
 use crate::work::engine::children::Children;
 use crate::work::engine::{
@@ -107,6 +108,8 @@ pub struct Runtime {
     /// Who may shape a new task's brief: `self` (this process's secret) and
     /// `[[server.trusted_delegators]]`, and the token callers of `[[server.callers]]`.
     pub credentials: Arc<Credentials>,
+    /// Verifies the bearer JWTs of `[server.oidc]`, when it is configured.
+    pub verifier: Option<Arc<dyn BearerVerifier>>,
     /// This process's hold on `store.path`, kept until the runtime is dropped (after serving
     /// has stopped and the engine with it).
     _store_lock: StoreLock,
@@ -149,6 +152,7 @@ impl Runtime {
     ) -> Result<Runtime, StartError> {
         let models = build_models(model.clone(), &config.models, |p| config.resolve(p), &env)?;
         let credentials = Arc::new(Credentials::from_config(&config.server, &env)?);
+        let verifier = oidc_verifier(&config).await;
         let agent_tokens = agent_tokens(&config, &env)?;
         let agent_secrets = agent_secrets(&config, &env)?;
         if config.model.provider.is_none() {
@@ -252,6 +256,7 @@ impl Runtime {
             skills,
             children,
             credentials,
+            verifier,
             _store_lock: store_lock,
         })
     }
@@ -269,9 +274,9 @@ impl Runtime {
     }
 
     /// The card this harness serves, reachable at `base_url`: the default card with `[card]`
-    /// laid on top.
+    /// laid on top, and the security `[server]` configures.
     pub fn card(&self, base_url: &str) -> AgentCard {
-        own_card(&self.config.card, base_url)
+        served_cards(&self.config, base_url).0
     }
 
     /// Resumes every open task, then serves until `shutdown` resolves; in-flight
@@ -290,12 +295,13 @@ impl Runtime {
         if followed > 0 {
             tracing::info!(followed, "following open sub-tasks again");
         }
+        let (card, extended_card) = served_cards(&self.config, &base_url);
         let state = ServerState {
             service: self.tasks.clone(),
-            card: self.card(&base_url),
+            card,
+            extended_card,
             credentials: self.credentials.clone(),
-            // The seam for bearer tokens that are none of the credentials (JWTs): none yet.
-            verifier: None,
+            verifier: self.verifier.clone(),
             allow_anonymous: self.config.server.anonymous_allowed(),
             max_request_bytes: self.config.server.max_request_bytes,
             rate_limit_per_minute: self.config.server.rate_limit_per_minute,
@@ -396,7 +402,7 @@ mod tests {
 
     use super::*;
     use crate::state::tasks::input_limit::InputLimit;
-    use crate::work::agents::build_roster;
+    use crate::work::agents::{build_roster, own_card};
 
     fn config(text: &str) -> Config {
         Config::parse(text, Path::new("config.toml")).unwrap()
@@ -534,4 +540,16 @@ mod tests {
         assert!(!text.contains("self-secret"), "{text}");
         assert!(text.contains("client_id: \"desk\""), "{text}");
     }
+}
+
+/// The verifier of `[server.oidc]`, its keys fetched (or, when the issuer cannot be reached,
+/// a warning logged and every JWT refused until a later fetch succeeds). Its client follows no
+/// redirect: keys are read only from the URL configured or discovered.
+async fn oidc_verifier(config: &Config) -> Option<Arc<dyn BearerVerifier>> {
+    let oidc = config.server.oidc.as_ref()?;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default();
+    Some(Arc::new(Oidc::start(oidc, client).await))
 }

@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
+use crate::app::server::extended_card;
 use crate::app::server::extensions::Activated;
 use crate::app::server::headers;
 use crate::app::server::identity::{self, Identified};
@@ -26,8 +27,12 @@ use crate::base::protocol::requests::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest,
 };
 use crate::base::protocol::types::StreamResponse;
+use crate::base::protocol::v03::EXTENDED_CARD as LEGACY_EXTENDED_CARD;
 use crate::base::text::log_field;
 use crate::state::tasks::Caller;
+
+/// The 1.0 method name of `GetExtendedAgentCard`.
+const EXTENDED_CARD_METHOD: &str = "GetExtendedAgentCard";
 
 /// `POST /`: one JSON-RPC request.
 pub(crate) async fn rpc(
@@ -67,6 +72,11 @@ pub(crate) async fn rpc(
         Ok(requester) => requester,
         Err(error) => return failure(id, &method, error),
     };
+    if matches!(method.as_str(), EXTENDED_CARD_METHOD | LEGACY_EXTENDED_CARD)
+        && let Some(error) = extended_card::extended_card_unauthenticated(&app, &requester.caller)
+    {
+        return requester.activated.echo(unauthorized(id, &method, error));
+    }
     let (reply, framing) = if legacy {
         let reply = v03::call(&app, &requester, &method, params).await;
         (reply, JsonRpcFraming::V03(id.clone()))
@@ -158,6 +168,18 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), RpcError> {
     .with_metadata("contentType", value))
 }
 
+/// A JSON-RPC error that asks for credentials: HTTP 401 with `WWW-Authenticate: Bearer`, the
+/// error in the body as ever, so a client that reads only bodies still reads why.
+fn unauthorized(id: RequestId, method: &str, error: RpcError) -> Response {
+    let mut response = failure(id, method, error);
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        axum::http::HeaderValue::from_static("Bearer"),
+    );
+    response
+}
+
 /// A JSON-RPC response as HTTP 200 `application/json`.
 pub(crate) fn json(response: jsonrpc::Response) -> Response {
     match serde_json::to_vec(&response) {
@@ -212,7 +234,9 @@ async fn call(
         | "GetTaskPushNotificationConfig"
         | "ListTaskPushNotificationConfigs"
         | "DeleteTaskPushNotificationConfig" => Err(ops::push_not_supported()),
-        "GetExtendedAgentCard" => Err(ops::extended_agent_card(app)),
+        EXTENDED_CARD_METHOD => {
+            to_value(&extended_card::extended_agent_card(app, &requester.caller)?)
+        }
         other => Err(RpcError::method_not_found(other)),
     }
 }

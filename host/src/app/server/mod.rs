@@ -11,17 +11,20 @@
 //! from, once, before the limits; [`sse`] streams task events; [`headers`]
 //! and [`validate`] check what a request carries before any work starts; [`extensions`] shapes
 //! each answer by the extensions its request activated; [`task_errors`] turns the task
-//! service's errors into A2A errors. The protocol's types, card and envelope are
+//! service's errors into A2A errors. [`oidc`] verifies OpenID Connect bearer JWTs
+//! (`[server.oidc]`) and names the participant each proves. The protocol's types, card and envelope are
 //! [`crate::base::protocol`]; the client for other agents is [`crate::work::agents::client`].
 
 pub(crate) mod activity;
 pub mod caller_key;
 pub mod connections;
 pub mod dispatch;
+pub mod extended_card;
 pub mod extensions;
 pub mod fair_share;
 pub mod headers;
 pub mod identity;
+pub mod oidc;
 pub mod ops;
 #[cfg(test)]
 mod properties;

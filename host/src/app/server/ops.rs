@@ -16,8 +16,7 @@ use crate::app::server::identity::{BearerVerifier, Credentials, IdentityError, M
 use crate::app::server::validate;
 use crate::base::protocol::card::AgentCard;
 use crate::base::protocol::jsonrpc::{
-    CONTENT_TYPE_NOT_SUPPORTED, EXTENDED_AGENT_CARD_NOT_CONFIGURED,
-    PUSH_NOTIFICATION_NOT_SUPPORTED, RpcError,
+    CONTENT_TYPE_NOT_SUPPORTED, PUSH_NOTIFICATION_NOT_SUPPORTED, RpcError,
 };
 use crate::base::protocol::requests::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
@@ -55,6 +54,9 @@ pub struct ServerState {
     pub verifier: Option<Arc<dyn BearerVerifier>>,
     /// Whether a request without credentials is served (`server.allow_anonymous`).
     pub allow_anonymous: bool,
+    /// The card `GetExtendedAgentCard` serves to authenticated callers; `None` when the public
+    /// card does not offer one.
+    pub extended_card: Option<AgentCard>,
     /// Larger request bodies get HTTP 413 before they are parsed.
     pub max_request_bytes: usize,
     /// Requests per minute one caller may make before HTTP 429 (a proven participant by its id,
@@ -292,20 +294,6 @@ pub(crate) fn push_not_supported() -> RpcError {
         PUSH_NOTIFICATION_NOT_SUPPORTED,
         "push notifications are not supported: the agent card declares pushNotifications false",
     )
-}
-
-/// `GetExtendedAgentCard`: there is none to give.
-pub(crate) fn extended_agent_card(app: &App) -> RpcError {
-    match app.state.card.capabilities.extended_agent_card {
-        Some(true) => RpcError::new(
-            EXTENDED_AGENT_CARD_NOT_CONFIGURED,
-            "this agent has no extended agent card configured",
-        ),
-        _ => RpcError::unsupported(
-            "GetExtendedAgentCard is not supported: the agent card does not declare \
-             capabilities.extendedAgentCard",
-        ),
-    }
 }
 
 /// The direct reply a settled task carries: a completed task whose status message is marked

@@ -9,6 +9,7 @@ use crate::base::protocol::v03::{
     CANCEL, EXTENDED_CARD, GET, PUSH_CONFIG_PREFIX, RESUBSCRIBE, SEND, STREAM, convert, wire,
 };
 
+use crate::app::server::extended_card;
 use crate::app::server::ops::{self, App, Reply, Requester, to_value};
 use crate::base::protocol::jsonrpc::{RpcError, parse_params};
 use crate::base::protocol::requests::{CancelTaskRequest, GetTaskRequest, SubscribeToTaskRequest};
@@ -74,7 +75,8 @@ pub(crate) async fn call(
             let streaming = ops::subscribe(app, requester, request).await?;
             Ok(Reply::Stream(Box::new(streaming)))
         }
-        EXTENDED_CARD => Err(ops::extended_agent_card(app)),
+        // The 1.0 card, as at the well-known path: no 0.3-shaped card is served.
+        EXTENDED_CARD => to_value(&extended_card::extended_agent_card(app, &requester.caller)?),
         push if push.starts_with(PUSH_CONFIG_PREFIX) => Err(ops::push_not_supported()),
         other => Err(RpcError::method_not_found(other)),
     }

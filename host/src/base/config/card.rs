@@ -72,6 +72,23 @@ pub struct CardConfig {
     /// a list replaces it and must hold at least one skill.
     #[serde(default)]
     pub skills: Option<Vec<CardSkillConfig>>,
+    /// `[card.extended]`: what the extended card adds, for authenticated callers only.
+    #[serde(default)]
+    pub extended: Option<ExtendedCardConfig>,
+}
+
+/// `[card.extended]`: what the extended agent card (`GetExtendedAgentCard`) adds to the public
+/// one, for callers who proved who they are. Kept small on purpose: a fuller description and
+/// skills the operator would rather not publish to anyone who asks.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendedCardConfig {
+    /// Replaces the public card's `description`; absent keeps it.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// `[[card.extended.skills]]`, listed after the public card's skills.
+    #[serde(default)]
+    pub skills: Vec<CardSkillConfig>,
 }
 
 /// `[[card.skills]]`: one thing this harness is good at, as other agents' models will read it.

@@ -4,8 +4,10 @@
 
 pub mod agent_auth;
 pub mod card;
+mod card_extended;
 mod defaults;
 mod engine;
+pub mod oidc;
 #[cfg(test)]
 mod properties;
 mod server;
@@ -19,9 +21,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use agent_auth::OAuth2Config;
-pub use card::{CardConfig, CardSkillConfig, RosterConfig};
+pub use card::{CardConfig, CardSkillConfig, ExtendedCardConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
+pub use oidc::OidcConfig;
 pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
 pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
 pub use skills::{DEFAULT_SKILLS_DIR, MAX_SKILL_DIRS, SkillFolder, SkillsConfig};
@@ -388,6 +391,8 @@ impl Config {
             agent_auth::validate_agent_auth(index, agent)?;
         }
         server_auth::validate(&config.server)?;
+        oidc::validate_oidc(config.server.oidc.as_ref())?;
+        card_extended::validate_extended_card(&config.card, &config.server)?;
         Ok(config)
     }
 

@@ -35,7 +35,7 @@ use Kind::*;
 type Section = (&'static str, bool, &'static [(&'static str, Kind)]);
 
 /// Every setting, by section.
-const SECTIONS: [Section; 14] = [
+const SECTIONS: [Section; 16] = [
     (
         "server",
         false,
@@ -58,6 +58,17 @@ const SECTIONS: [Section; 14] = [
         "server.callers",
         true,
         &[("id", Id), ("token_env", EnvName)],
+    ),
+    (
+        "server.oidc",
+        false,
+        &[
+            ("issuer", Url),
+            ("jwks_url", Url),
+            ("audience", Text),
+            ("participant_claim", Text),
+            ("required_scopes", List),
+        ],
     ),
     (
         "model",
@@ -141,6 +152,7 @@ const SECTIONS: [Section; 14] = [
         false,
         &[("name", Text), ("description", Text), ("version", Text)],
     ),
+    ("card.extended", false, &[("description", Text)]),
     (
         "card.skills",
         true,

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use super::defaults;
+use super::oidc::OidcConfig;
 
 /// `[server]`: where and how the A2A server listens.
 #[derive(Debug, Clone, Deserialize)]
@@ -57,6 +58,10 @@ pub struct ServerConfig {
     /// Seconds between the keep-alive comments an event stream sends while its task is quiet.
     #[serde(default = "defaults::stream_keep_alive_secs")]
     pub stream_keep_alive_secs: u64,
+    /// `[server.oidc]`: bearer JWTs of this OpenID Connect issuer name their caller; off when
+    /// absent.
+    #[serde(default)]
+    pub oidc: Option<OidcConfig>,
 }
 
 /// `[[server.trusted_delegators]]`: a caller that presents `Authorization: Bearer <token>`. The
@@ -97,6 +102,7 @@ impl Default for ServerConfig {
             max_connections: defaults::max_connections(),
             max_connections_per_caller: None,
             stream_keep_alive_secs: defaults::stream_keep_alive_secs(),
+            oidc: None,
         }
     }
 }
@@ -127,6 +133,18 @@ impl ServerConfig {
             .is_ok_and(|addr| addr.ip().is_loopback())
     }
 
+    /// Whether callers may prove who they are with a bearer token this server issued
+    /// (`[[server.trusted_delegators]]`, `[[server.callers]]`): the card then declares an HTTP bearer scheme.
+    pub fn has_bearer_callers(&self) -> bool {
+        !self.trusted_delegators.is_empty() || !self.callers.is_empty()
+    }
+
+    /// Whether any caller can authenticate (a bearer token or an OpenID Connect JWT): the card
+    /// then declares its schemes and offers the extended card.
+    pub fn authenticates_callers(&self) -> bool {
+        self.has_bearer_callers() || self.oidc.is_some()
+    }
+
     /// `base_url`, or `http://{bind}` when it is not set.
     pub fn effective_base_url(&self) -> String {
         match &self.base_url {
@@ -140,5 +158,5 @@ impl ServerConfig {
 /// delegators (each method of authentication the server gains is added here, and start-up's
 /// check of a network `bind` follows).
 pub fn has_caller_auth(server: &ServerConfig) -> bool {
-    !server.callers.is_empty() || !server.trusted_delegators.is_empty()
+    !server.callers.is_empty() || !server.trusted_delegators.is_empty() || server.oidc.is_some()
 }

@@ -79,7 +79,7 @@ fn check_exposure(server: &ServerConfig) -> Result<(), ConfigError> {
     if server.allow_anonymous == Some(false) && !has_caller_auth(server) {
         return Err(ConfigError::invalid(
             "server.allow_anonymous",
-            "false refuses every request without credentials, and no caller can authenticate (no server.callers or server.trusted_delegators); add callers, or leave allow_anonymous out",
+            "false refuses every request without credentials, and no caller can authenticate (no server.callers, server.trusted_delegators or server.oidc); add callers, or leave allow_anonymous out",
         ));
     }
     if server.binds_loopback() || has_caller_auth(server) || server.allow_anonymous.is_some() {
@@ -88,7 +88,7 @@ fn check_exposure(server: &ServerConfig) -> Result<(), ConfigError> {
     Err(ConfigError::invalid(
         "server.allow_anonymous",
         format!(
-            "server.bind {} is not a loopback address and no caller can authenticate (no server.callers or server.trusted_delegators); add callers, or set allow_anonymous = true to serve anyone who reaches the port (false refuses every request but the card)",
+            "server.bind {} is not a loopback address and no caller can authenticate (no server.callers, server.trusted_delegators or server.oidc); add callers, or set allow_anonymous = true to serve anyone who reaches the port (false refuses every request but the card)",
             server.bind
         ),
     ))
@@ -154,7 +154,7 @@ mod tests {
         );
         assert_eq!(
             error_of("[server]\nallow_anonymous = false\n"),
-            "server.allow_anonymous: false refuses every request without credentials, and no caller can authenticate (no server.callers or server.trusted_delegators); add callers, or leave allow_anonymous out"
+            "server.allow_anonymous: false refuses every request without credentials, and no caller can authenticate (no server.callers, server.trusted_delegators or server.oidc); add callers, or leave allow_anonymous out"
         );
         let local = parse("[server]\nbind = \"127.0.0.1:0\"\n");
         assert!(local.server.anonymous_allowed(), "default on loopback");

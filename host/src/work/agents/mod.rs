@@ -3,8 +3,9 @@
 //! At start-up [`Registry::discover`] fetches every configured agent's card at once
 //! ([`card_fetch`], bounded in time and size), checks it ([`card_check`]: A2A 1.0, no unknown
 //! required extension; [`security`]: the credentials it asks for are configured) and registers
-//! those that pass beside `self`,
-//! this harness, whose card is [`own_card()`]. From the registry, [`build_roster`] keeps only each
+//! those that pass beside `self`, this harness, whose card is [`own_card()`] ([`card_security`]
+//! adds what it declares about authentication and the extended card). From the registry,
+//! [`build_roster`] keeps only each
 //! agent's id, name, description and skills, [`clean()`]ed and capped; [`render_agents`] writes
 //! the roster into the static prefix's `agents` section, inside an untrusted block. Later, a
 //! sub-task names its agent by id and [`Registry::resolve`] either finds it or answers with
@@ -12,6 +13,7 @@
 
 pub mod card_check;
 pub mod card_fetch;
+pub mod card_security;
 pub mod clean;
 pub mod client;
 pub mod own_card;
@@ -24,6 +26,7 @@ pub mod unknown;
 
 pub use card_check::{CardProblem, check_card};
 pub use card_fetch::{CardFetcher, FetchError};
+pub use card_security::served_cards;
 pub use clean::clean;
 pub use own_card::own_card;
 pub use registry::{Discovery, Refusal, RefusedAgent, RegisteredAgent, Registry, SELF_ID};

@@ -22,6 +22,7 @@ mod status;
 
 pub use status::{http_status, status_body};
 
+use crate::app::server::extended_card;
 use crate::app::server::extensions::Activated;
 use crate::app::server::headers::{self};
 use crate::app::server::identity::Identified;
@@ -351,9 +352,16 @@ async fn extended_agent_card(
     uri: Uri,
 ) -> Response {
     let requester = try_response!(checked(&app, identified, &headers, &uri));
-    requester
-        .activated
-        .echo(error_response(&ops::extended_agent_card(&app)))
+    let answer = match extended_card::extended_agent_card(&app, &requester.caller) {
+        Ok(card) => with_json(StatusCode::OK, &card),
+        Err(error)
+            if extended_card::extended_card_unauthenticated(&app, &requester.caller).is_some() =>
+        {
+            status::unauthorized(&error)
+        }
+        Err(error) => error_response(&error),
+    };
+    requester.activated.echo(answer)
 }
 
 /// Stream items as the bare `StreamResponse` (§11.7); an error as a `google.rpc.Status` object.

@@ -57,6 +57,24 @@ pub(crate) fn error_response(error: &RpcError) -> Response {
     with_json(status, &status_body(error))
 }
 
+/// An error that asks for credentials as HTTP 401 with `WWW-Authenticate: Bearer` and a §11.6
+/// body whose status is `UNAUTHENTICATED`.
+pub(crate) fn unauthorized(rpc: &RpcError) -> Response {
+    let body = json!({
+        "error": {
+            "code": StatusCode::UNAUTHORIZED.as_u16(),
+            "status": "UNAUTHENTICATED",
+            "message": rpc.message,
+            "details": rpc.data,
+        }
+    });
+    let mut response = with_json(StatusCode::UNAUTHORIZED, &body);
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
 pub(super) fn with_json<T: serde::Serialize>(status: StatusCode, value: &T) -> Response {
     match serde_json::to_vec(value) {
         Ok(body) => {
