@@ -228,7 +228,7 @@ async fn an_unsupported_version_is_400_version_not_supported() {
 }
 
 #[tokio::test]
-async fn push_configs_and_the_extended_card_are_400_as_the_card_says() {
+async fn push_configs_are_400_and_the_extended_card_is_served_as_the_card_says() {
     let harness = Harness::conformance().await;
     let config = Some(json!({"url": "https://example.com/hook"}));
     let calls = [
@@ -244,8 +244,16 @@ async fn push_configs_and_the_extended_card_are_400_as_the_card_says() {
             (400, "PUSH_NOTIFICATION_NOT_SUPPORTED")
         );
     }
-    let (status, error) = harness.rest("GET", "/extendedAgentCard", None).await;
-    assert_eq!((status, reason(&error)), (400, "UNSUPPORTED_OPERATION"));
+    // The harness is served with a token caller, so its card offers the extended card, which
+    // the caller (proven by its token) reads.
+    let (status, card) = harness
+        .rest("GET", "/.well-known/agent-card.json", None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(card["capabilities"]["extendedAgentCard"], true);
+    let (status, extended) = harness.rest("GET", "/extendedAgentCard", None).await;
+    assert_eq!(status, 200, "{extended}");
+    assert_eq!(extended["name"], card["name"]);
 }
 
 #[tokio::test]
