@@ -579,7 +579,7 @@ async fn a_harness_configured_with_server_oidc_serves_a_jwt_as_the_participant_i
     let (status, body) = rpc(&base, Some(&alice), "SendMessage", send).await;
     assert_eq!(status, 200, "{body}");
     let task = body["result"]["task"]["id"].as_str().unwrap().to_string();
-    assert_eq!(listed(&base, &alice).await, [task.clone()]);
+    assert_eq!(listed(&base, &alice).await, std::slice::from_ref(&task));
     assert!(
         listed(&base, &bob).await.is_empty(),
         "bob sees nothing of alice's"

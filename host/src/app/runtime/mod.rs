@@ -10,7 +10,6 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 
 use crate::app::server::identity::{BearerVerifier, Credentials};
-use crate::app::server::oidc::Oidc;
 use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
 use crate::base::config::{Config, ConfigError, EngineKind};
 use crate::base::model::{Model, ModelBuildError, Models, build_model, build_models};
@@ -31,7 +30,7 @@ use crate::work::skills::{Catalog, SkillError};
 
 mod parts;
 
-use parts::{agent_secrets, agent_tokens, child_settings};
+use parts::{agent_secrets, agent_tokens, child_settings, oidc_verifier};
 pub use parts::{
     discover_agents, input_limits, load_config, load_skills, model_names, offline_prompt_context,
     plugin_settings, prompt_context, render_context, static_prefix,
@@ -540,16 +539,4 @@ mod tests {
         assert!(!text.contains("self-secret"), "{text}");
         assert!(text.contains("client_id: \"desk\""), "{text}");
     }
-}
-
-/// The verifier of `[server.oidc]`, its keys fetched (or, when the issuer cannot be reached,
-/// a warning logged and every JWT refused until a later fetch succeeds). Its client follows no
-/// redirect: keys are read only from the URL configured or discovered.
-async fn oidc_verifier(config: &Config) -> Option<Arc<dyn BearerVerifier>> {
-    let oidc = config.server.oidc.as_ref()?;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_default();
-    Some(Arc::new(Oidc::start(oidc, client).await))
 }

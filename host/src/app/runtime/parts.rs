@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::app::server::identity::BearerVerifier;
+use crate::app::server::oidc::Oidc;
 use crate::base::config::{Config, ConfigError};
 use crate::base::model::{Model, Models};
 use crate::state::tasks::hops::HopRules;
@@ -292,4 +294,16 @@ pub fn load_config(explicit: Option<&Path>) -> Result<Config, ConfigError> {
         None if Path::new("config.toml").exists() => Config::load(Path::new("config.toml")),
         None => Ok(crate::base::config::embedded_default()),
     }
+}
+
+/// The verifier of `[server.oidc]`, its keys fetched (or, when the issuer cannot be reached,
+/// a warning logged and every JWT refused until a later fetch succeeds). Its client follows no
+/// redirect: keys are read only from the URL configured or discovered.
+pub(super) async fn oidc_verifier(config: &Config) -> Option<Arc<dyn BearerVerifier>> {
+    let oidc = config.server.oidc.as_ref()?;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default();
+    Some(Arc::new(Oidc::start(oidc, client).await))
 }
