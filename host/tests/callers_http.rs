@@ -9,16 +9,17 @@
 mod support {
     pub mod captured_logs;
     pub mod harness_process;
+    pub mod served;
 }
 
 use std::time::Duration;
+use support::served::Served;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tiny_harness::app::runtime::Runtime;
 use tiny_harness::base::config::Config;
 use tiny_harness::base::model::build_model;
-use tokio::sync::oneshot;
 
 const LEDGER_TOKEN: &str = "callers-http-ledger-token-1f3870be274f6c49";
 const ALICE_TOKEN: &str = "callers-http-alice-token-b6d767d2f8ed5d21";
@@ -48,8 +49,7 @@ enum As<'a> {
 struct Server {
     base_url: String,
     http: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
-    done: tokio::task::JoinHandle<()>,
+    served: Served,
     _dir: tempfile::TempDir,
 }
 
@@ -83,30 +83,17 @@ impl Server {
         let runtime = Runtime::build_with_model_and_env(config, model, env)
             .await
             .unwrap();
-        let base_url = format!("http://{}", runtime.local_addr());
-        let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(async move {
-            runtime
-                .serve(async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-        });
+        let served = Served::start(runtime);
         Server {
-            base_url,
+            base_url: served.base_url.clone(),
             http: reqwest::Client::new(),
-            stop: Some(stop),
-            done,
+            served,
             _dir: dir,
         }
     }
 
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = self.done.await;
+    async fn stop(self) {
+        self.served.stop().await;
     }
 
     fn request(&self, who: As<'_>, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {

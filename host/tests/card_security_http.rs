@@ -2,11 +2,15 @@
 //! card on every binding (JSON-RPC 1.0, its 0.3 dialect, HTTP+JSON) to an authenticated caller
 //! only: a whole harness on loopback, asked over HTTP.
 
+mod support {
+    pub mod served;
+}
+
 use serde_json::{Value, json};
+use support::served::Served;
 use tiny_harness::app::runtime::Runtime;
 use tiny_harness::base::config::Config;
 use tiny_harness::base::model::build_model;
-use tokio::sync::oneshot;
 
 const TOKEN_ENV: &str = "CARD_SECURITY_HTTP_DESK_TOKEN";
 const TOKEN: &str = "card-security-http-desk-token-8f14e45fceea167a";
@@ -19,8 +23,7 @@ const EXTENDED: &str = "[card.extended]\ndescription = \"The ledger, with the to
 struct Server {
     base_url: String,
     http: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
-    done: tokio::task::JoinHandle<()>,
+    served: Served,
     _dir: tempfile::TempDir,
 }
 
@@ -41,30 +44,17 @@ impl Server {
         let runtime = Runtime::build_with_model_and_env(config, model, env)
             .await
             .unwrap();
-        let base_url = format!("http://{}", runtime.local_addr());
-        let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(async move {
-            runtime
-                .serve(async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-        });
+        let served = Served::start(runtime);
         Server {
-            base_url,
+            base_url: served.base_url.clone(),
             http: reqwest::Client::new(),
-            stop: Some(stop),
-            done,
+            served,
             _dir: dir,
         }
     }
 
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = self.done.await;
+    async fn stop(self) {
+        self.served.stop().await;
     }
 
     async fn card(&self) -> Value {

@@ -3,7 +3,12 @@
 //! runs whole on loopback with a scripted model; the delegator's token comes from an environment
 //! closure, not the process environment, so tests cannot race on it.
 
+mod support {
+    pub mod served;
+}
+
 use std::time::Duration;
+use support::served::Served;
 
 use serde_json::{Value, json};
 use tiny_harness::app::runtime::Runtime;
@@ -12,7 +17,6 @@ use tiny_harness::base::model::build_model;
 use tiny_harness::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
 use tiny_harness::base::protocol::types::{Message, Part, Role};
 use tiny_harness::state::records::extension::EXTENSION_URI;
-use tokio::sync::oneshot;
 
 /// The delegator configured on every test server.
 const DELEGATOR: &str = "ledger";
@@ -46,8 +50,7 @@ enum As<'a> {
 struct Server {
     base_url: String,
     http: reqwest::Client,
-    stop: Option<oneshot::Sender<()>>,
-    done: tokio::task::JoinHandle<()>,
+    served: Served,
     _dir: tempfile::TempDir,
 }
 
@@ -91,30 +94,17 @@ impl Server {
         let runtime = Runtime::build_with_model_and_env(config, model, env)
             .await
             .unwrap();
-        let base_url = format!("http://{}", runtime.local_addr());
-        let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(async move {
-            runtime
-                .serve(async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
-        });
+        let served = Served::start(runtime);
         Server {
-            base_url,
+            base_url: served.base_url.clone(),
             http: reqwest::Client::new(),
-            stop: Some(stop),
-            done,
+            served,
             _dir: dir,
         }
     }
 
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let _ = self.done.await;
+    async fn stop(self) {
+        self.served.stop().await;
     }
 
     fn request(&self, who: As<'_>, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
