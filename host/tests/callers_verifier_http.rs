@@ -18,6 +18,8 @@ use tiny_harness::app::server::identity::BearerVerifier;
 const CAROL_JWT: &str = "eyJhbGciOiJFUzI1NiJ9.carol.signature";
 /// A token the fake verifier maps to `self`, an id reserved for this harness.
 const SELF_JWT: &str = "eyJhbGciOiJFUzI1NiJ9.self.signature";
+/// A token the fake verifier maps to `user`, the id of every caller that names no one.
+const USER_JWT: &str = "eyJhbGciOiJFUzI1NiJ9.user.signature";
 /// A token the fake verifier refuses.
 const EXPIRED_JWT: &str = "eyJhbGciOiJFUzI1NiJ9.expired.signature";
 
@@ -30,6 +32,7 @@ impl BearerVerifier for FakeVerifier {
         match token {
             CAROL_JWT => Ok("carol".to_string()),
             SELF_JWT => Ok("self".to_string()),
+            USER_JWT => Ok("user".to_string()),
             _ => Err("the token has expired".to_string()),
         }
     }
@@ -113,6 +116,8 @@ async fn a_token_the_verifier_refuses_or_that_names_a_reserved_id_is_never_serve
             "the token is never echoed: {text}"
         );
         let (status, _, refused) = call(&server, SELF_JWT, None, method, path, body.clone()).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {refused}");
+        let (status, _, refused) = call(&server, USER_JWT, None, method, path, body.clone()).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {refused}");
         let (status, _, refused) = call(&server, CAROL_JWT, Some("dave"), method, path, body).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {refused}");

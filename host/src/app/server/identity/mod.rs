@@ -30,6 +30,7 @@ use crate::base::protocol::headers::PARTICIPANT_HEADER;
 use crate::base::protocol::jsonrpc::{self, INVALID_REQUEST, RequestId, RpcError};
 use crate::base::text::log_field;
 use crate::state::tasks::Caller;
+use crate::state::tasks::service::ANONYMOUS_PARTICIPANT;
 
 /// The authentication scheme of every credential (RFC 6750), matched without case.
 pub const BEARER_SCHEME: &str = "bearer";
@@ -213,7 +214,9 @@ impl Identifier {
                 "the token names no participant".to_string(),
             ));
         }
-        if self.credentials.is_reserved(id) {
+        // `user` is who every caller that names no one is: a token naming it would list every
+        // task created without a name.
+        if self.credentials.is_reserved(id) || id == ANONYMOUS_PARTICIPANT {
             return Err(IdentityError::ReservedSubject(echoed(id)));
         }
         Ok(Caller::authenticated(id))
