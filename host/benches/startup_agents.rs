@@ -39,6 +39,7 @@ async fn agents(slow_delay: Duration) -> Vec<AgentConfig> {
             version: None,
             token_env: None,
             api_key_env: None,
+            delegator: None,
             oauth2: None,
         });
     }

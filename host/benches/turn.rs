@@ -62,6 +62,7 @@ async fn roster() -> Roster {
             version: None,
             token_env: None,
             api_key_env: None,
+            delegator: None,
             oauth2: None,
         });
     }

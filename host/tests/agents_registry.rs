@@ -27,6 +27,7 @@ fn agent(id: &str, url: &str) -> AgentConfig {
         version: None,
         token_env: None,
         api_key_env: None,
+        delegator: None,
         oauth2: None,
     }
 }

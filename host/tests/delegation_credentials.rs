@@ -650,3 +650,65 @@ async fn a_token_endpoint_that_cannot_be_reached_is_reported_without_the_secret(
     assert!(matches!(err, TokenError::Unreachable { .. }), "{err:?}");
     assert!(!err.to_string().contains("client-secret"), "{err}");
 }
+
+/// A ledger harness that knows the front desk as a token caller (`[[server.callers]]`), not as
+/// a trusted delegator, and answers every task with its balance.
+async fn ledger_knowing_the_desk_as_a_caller() -> Node {
+    let ledger_model = FnModel::new(|_: &ModelRequest| Answer::Reply(text("Balance: 10 EUR")));
+    Node::start_with_env(
+        "[[server.callers]]\nid = \"desk\"\ntoken_env = \"DESK_TOKEN\"\n",
+        ledger_model,
+        env(&[("DESK_TOKEN", TOKEN)]),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_harness_that_knows_the_desk_as_a_caller_runs_its_sub_task_when_the_desk_is_no_delegator_there()
+ {
+    let logs = CapturedLogs::process_wide();
+    let ledger = ledger_knowing_the_desk_as_a_caller().await;
+    let model = front_desk_model();
+    let config = format!(
+        "[[agents]]\nid = \"ledger\"\nurl = \"{}\"\ntoken_env = \"LEDGER_TOKEN\"\ndelegator = false\n",
+        ledger.url
+    );
+    let front_desk =
+        Node::start_with_env(&config, model.clone(), env(&[("LEDGER_TOKEN", TOKEN)])).await;
+
+    let task = ask(&front_desk).await;
+
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    assert!(
+        answer(&task).contains("Balance: 10 EUR"),
+        "{}",
+        answer(&task)
+    );
+    assert_eq!(row_state(&sub_tasks(&task)[0]), Some(TaskState::Completed));
+    // Made by the caller its token proves, with no parent link to a task the ledger cannot see.
+    assert_eq!(ledger.stored_tasks_of("desk"), 1);
+    assert_nowhere(TOKEN, &logs, &model, &[&task]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_desk_that_takes_itself_for_a_delegator_is_refused_and_the_log_names_the_setting() {
+    let logs = CapturedLogs::process_wide();
+    let ledger = ledger_knowing_the_desk_as_a_caller().await;
+    let model = front_desk_model();
+    let config = format!(
+        "[[agents]]\nid = \"ledger\"\nurl = \"{}\"\ntoken_env = \"LEDGER_TOKEN\"\n",
+        ledger.url
+    );
+    let front_desk =
+        Node::start_with_env(&config, model.clone(), env(&[("LEDGER_TOKEN", TOKEN)])).await;
+
+    let task = ask(&front_desk).await;
+
+    let said = answer(&task);
+    assert!(said.contains("Could not delegate"), "{said}");
+    assert!(said.contains("only a trusted delegator may"), "{said}");
+    assert_eq!(ledger.stored_tasks_of("desk"), 0);
+    let log = logs.text();
+    assert!(log.contains("set `delegator = false`"), "{log}");
+    assert_nowhere(TOKEN, &logs, &model, &[&task]);
+}

@@ -52,6 +52,12 @@ pub(super) fn child_settings(
     ChildSettings {
         self_secret: self_secret.to_string(),
         tokens,
+        delegator_of: config
+            .agents
+            .iter()
+            .filter(|agent| agent.is_delegator())
+            .map(|agent| agent.id.clone())
+            .collect(),
         secrets,
         participant_id: own_card(&config.card, &config.server.effective_base_url()).name,
         max_depth: config.limits.max_subtask_depth,

@@ -38,6 +38,14 @@ pub(super) fn validate_agent_auth(index: usize, agent: &AgentConfig) -> Result<(
     if let Some(name) = &agent.token_env {
         check_env_name(&format!("{prefix}.token_env"), name)?;
     }
+    if agent.delegator == Some(true) && agent.token_env.is_none() {
+        return Err(ConfigError::invalid(
+            format!("{prefix}.delegator"),
+            format!(
+                "true needs {prefix}.token_env: an agent knows its trusted delegators by the bearer token they present"
+            ),
+        ));
+    }
     if let Some(name) = &agent.api_key_env {
         check_env_name(&format!("{prefix}.api_key_env"), name)?;
     }
@@ -206,10 +214,29 @@ mod tests {
                 format!("{AGENT}token_env = \"T\"\n[agents.oauth2]\n{GOOD}"),
                 "agents[0].oauth2: cannot be set together with agents[0].token_env: both are sent in the Authorization header; keep the one the agent's card asks for",
             ),
+            (
+                format!("{AGENT}delegator = true\n"),
+                "agents[0].delegator: true needs agents[0].token_env: an agent knows its trusted delegators by the bearer token they present",
+            ),
         ];
         for (text, expected) in cases {
             assert_eq!(error_of(&text), expected, "{text}");
         }
+    }
+
+    #[test]
+    fn a_token_makes_a_delegator_unless_the_agent_says_otherwise() {
+        let delegator = |extra: &str| {
+            let text = format!("{AGENT}{extra}");
+            Config::parse(&text, std::path::Path::new("t.toml"))
+                .unwrap()
+                .agents[0]
+                .is_delegator()
+        };
+        assert!(!delegator(""));
+        assert!(delegator("token_env = \"T\"\n"));
+        assert!(!delegator("token_env = \"T\"\ndelegator = false\n"));
+        assert!(!delegator("delegator = false\n"));
     }
 
     #[test]

@@ -352,10 +352,17 @@ pub struct AgentConfig {
     /// The version the operator expects of the agent; kept for the operator, not checked against the card.
     #[serde(default)]
     pub version: Option<String>,
-    /// The environment variable holding the bearer token this harness presents to the agent,
-    /// which makes it one of that agent's trusted delegators. Without it, calls carry no token.
+    /// The environment variable holding the bearer token this harness presents to the agent.
+    /// Without it, calls carry no token.
     #[serde(default)]
     pub token_env: Option<String>,
+    /// Whether the agent knows this harness's token as a trusted delegator's
+    /// (`[[server.trusted_delegators]]` there), so that a child's brief may name its parent task,
+    /// its participants and who works it. Default: `true` when `token_env` is set. Set `false`
+    /// when the token makes this harness a plain caller there (`[[server.callers]]`), which
+    /// would refuse a brief carrying those fields.
+    #[serde(default)]
+    pub delegator: Option<bool>,
     /// The environment variable holding the API key this harness presents in the header the
     /// agent's card names (an `apiKeySecurityScheme` in a header).
     #[serde(default)]
@@ -364,6 +371,14 @@ pub struct AgentConfig {
     /// client-credentials flow.
     #[serde(default)]
     pub oauth2: Option<OAuth2Config>,
+}
+
+impl AgentConfig {
+    /// Whether this harness sends the agent what only a trusted delegator may (`delegator`,
+    /// by default whether a bearer token is configured).
+    pub fn is_delegator(&self) -> bool {
+        self.delegator.unwrap_or(self.token_env.is_some())
+    }
 }
 
 impl Config {

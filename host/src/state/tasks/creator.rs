@@ -97,6 +97,10 @@ pub(super) fn refuse_reserved_metadata(message: &Message) -> Result<(), TaskErro
     Ok(())
 }
 
+/// The words of every refusal of a field only a trusted delegator may set: a delegating harness
+/// recognises them to tell its operator that the agent does not trust it as one.
+pub const DELEGATORS_ONLY: &str = "only a trusted delegator may";
+
 /// Refuses, whole, a new task's brief that asks for what only a trusted delegator may: naming
 /// participants other than its creator, a lifecycle other than `agent`, a model, a reasoning
 /// effort, a token budget or parent tasks (abuse cases 5 and 6). A trusted creator may set all
@@ -132,7 +136,7 @@ pub fn check_new_brief(
     }
     if let Some(other) = brief.participants.iter().find(|p| p.id != creator) {
         return Err(TaskError::InvalidParams(format!(
-            "task.participants: only a trusted delegator may name participants other than itself (found `{}`)",
+            "task.participants: {DELEGATORS_ONLY} name participants other than itself (found `{}`)",
             other.id
         )));
     }
@@ -145,7 +149,7 @@ pub fn check_new_brief(
     ];
     match refused.iter().find(|(_, set)| *set) {
         Some((field, _)) => Err(TaskError::InvalidParams(format!(
-            "task.{field}: only a trusted delegator may set this on a new task"
+            "task.{field}: {DELEGATORS_ONLY} set this on a new task"
         ))),
         None => Ok(()),
     }

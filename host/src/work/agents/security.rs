@@ -334,6 +334,7 @@ mod tests {
             version: None,
             token_env: bearer.then(|| "T".to_string()),
             api_key_env: api_key.then(|| "K".to_string()),
+            delegator: None,
             oauth2: scopes.map(|scopes| OAuth2Config {
                 token_url: "https://auth.example/t".into(),
                 client_id: "c".into(),

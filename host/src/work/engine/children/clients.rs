@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{ChildSettings, Children, lock};
 use crate::state::records::extension::EXTENSION_URI;
+use crate::state::tasks::creator::DELEGATORS_ONLY;
 use crate::work::agents::SELF_ID;
 use crate::work::agents::client::{A2aClient, ClientError};
 use crate::work::tools::ToolError;
@@ -20,6 +21,12 @@ impl Children {
     ) -> ToolError {
         let detail = self.mask(&err.to_string());
         tracing::warn!(%agent, "could not {doing}: {detail}");
+        if matches!(err, ClientError::Rpc { message, .. } if message.contains(DELEGATORS_ONLY)) {
+            tracing::warn!(
+                %agent,
+                "the agent does not know this harness as a trusted delegator: set `delegator = false` on its [[agents]] entry, or list this harness in its server.trusted_delegators"
+            );
+        }
         let why = match err {
             ClientError::Rpc { message, .. } => format!("{agent} refused: {message}"),
             ClientError::Status { status, .. } => format!("{agent} answered HTTP {status}"),
@@ -39,7 +46,7 @@ impl Children {
     }
 
     pub(super) fn is_trusted_by(&self, agent: &str) -> bool {
-        agent == SELF_ID || self.settings.tokens.contains_key(agent)
+        agent == SELF_ID || self.settings.delegator_of.contains(agent)
     }
 
     /// `text` with every secret sent to an agent masked: this process's secret, the agents'

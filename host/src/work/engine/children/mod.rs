@@ -13,7 +13,7 @@ mod message;
 pub mod report;
 mod spawn;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,8 +42,11 @@ pub struct ChildSettings {
     /// This process's secret: sent only to its own base URL, where it makes the harness a
     /// trusted delegator of itself.
     pub self_secret: String,
-    /// Bearer tokens by agent id (`agents[].token_env`): those agents trust this harness.
+    /// Bearer tokens by agent id (`agents[].token_env`).
     pub tokens: HashMap<String, String>,
+    /// The agents that know this harness as a trusted delegator (`agents[].delegator`): its
+    /// children there carry their parent link, participants and lifecycle.
+    pub delegator_of: HashSet<String>,
     /// API keys and OAuth2 token sources by agent id (`agents[].api_key_env`,
     /// `[agents.oauth2]`), presented where an agent's card asks for them.
     pub secrets: HashMap<String, AgentSecrets>,
@@ -74,6 +77,7 @@ impl std::fmt::Debug for ChildSettings {
         f.debug_struct("ChildSettings")
             .field("self_secret", &"[redacted]")
             .field("tokens_for", &agents)
+            .field("delegator_of", &self.delegator_of)
             .field("secrets", &self.secrets)
             .field("participant_id", &self.participant_id)
             .field("max_depth", &self.max_depth)
