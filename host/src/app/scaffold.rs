@@ -1,0 +1,367 @@
+//! `harness plugin new`: writes a plugin folder in Rust, Python or JavaScript with one section,
+//! one tool, the WIT it builds against and a configuration that tries it with the scripted model.
+//!
+//! The templates are files under `host/templates/plugin/`, embedded at build time, and so is the
+//! WIT (`wit/`): a folder written by a harness always matches the contract that harness loads.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The longest plugin name: the tool is named `<name>_hello` with dashes as underscores, and a
+/// tool name may hold 64 characters (the model APIs' limit).
+pub const MAX_NAME_CHARS: usize = 48;
+
+/// What a name must look like, said in the error: a name that is at once a crate, an npm
+/// package, a file name, a section name and a bare TOML key.
+pub const NAME_RULE: &str = "a lower-case ASCII letter, then lower-case letters, digits and \
+     single dashes, not ending in a dash, at most 48 characters (e.g. `weather` or `crm-lookup`)";
+
+/// Where the guest SDK comes from when no `--sdk-path` is given: this repository, which cargo
+/// clones whole, so the SDK finds the WIT beside it (`plugins/sdk-rust` reads `../../wit`).
+pub const SDK_GIT: &str = env!("CARGO_PKG_REPOSITORY");
+
+/// The suffix of the one tool a new plugin has.
+const TOOL_SUFFIX: &str = "_hello";
+
+/// The WIT of the harness, written into a Python or JavaScript plugin's `wit/` folder: every
+/// file of the repository's `wit/` (a unit test checks none is left out).
+const WIT_FILES: &[(&str, &str)] = &[("plugin.wit", include_str!("../../../wit/plugin.wit"))];
+
+/// The language of a new plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// A crate on the guest SDK, built by cargo for `wasm32-wasip2`.
+    Rust,
+    /// A module built by componentize-py.
+    Python,
+    /// An ES module built by componentize-js.
+    JavaScript,
+}
+
+impl Lang {
+    /// The names `--lang` takes.
+    pub const NAMES: [&'static str; 3] = ["rust", "python", "javascript"];
+
+    /// The language `--lang` names.
+    pub fn parse(name: &str) -> Option<Lang> {
+        match name {
+            "rust" => Some(Lang::Rust),
+            "python" => Some(Lang::Python),
+            "javascript" => Some(Lang::JavaScript),
+            _ => None,
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Lang::Rust => "Rust",
+            Lang::Python => "Python",
+            Lang::JavaScript => "JavaScript",
+        }
+    }
+}
+
+/// Where a Rust plugin's guest SDK comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sdk {
+    /// A git dependency on this repository ([`SDK_GIT`]).
+    Git,
+    /// A path dependency on a checkout's `plugins/sdk-rust` (offline, or a harness built from
+    /// that checkout).
+    Path(PathBuf),
+}
+
+/// What to write.
+#[derive(Debug, Clone)]
+pub struct NewPlugin {
+    /// The plugin's name (checked against [`NAME_RULE`]).
+    pub name: String,
+    /// The language of its source.
+    pub lang: Lang,
+    /// The folder to create; it must not exist.
+    pub dir: PathBuf,
+    /// For Rust only.
+    pub sdk: Sdk,
+}
+
+/// Why nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum ScaffoldError {
+    /// The name breaks [`NAME_RULE`].
+    #[error("plugin name \"{name}\" is not valid: use {NAME_RULE}")]
+    Name {
+        /// The name given, escaped and capped.
+        name: String,
+    },
+    /// The folder (or a file of that name) exists.
+    #[error("{}: already exists; nothing was written (choose another NAME or --dir)", .0.display())]
+    Exists(PathBuf),
+    /// `--sdk-path` given for a language that does not use the Rust SDK.
+    #[error("--sdk-path is for --lang rust only (Python and JavaScript plugins carry the WIT)")]
+    SdkForOtherLang,
+    /// A folder or file could not be written (the new folder is removed again).
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// What could not be written.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// A plugin folder written.
+#[derive(Debug)]
+pub struct Written {
+    /// The folder created.
+    pub dir: PathBuf,
+    /// Paths relative to `dir`, in the order written.
+    pub files: Vec<String>,
+    /// The shell commands that build it, run from `dir`.
+    pub build: String,
+}
+
+/// Checks a plugin name against [`NAME_RULE`].
+pub fn check_name(name: &str) -> Result<(), ScaffoldError> {
+    let bytes = name.as_bytes();
+    let ok = bytes.first().is_some_and(u8::is_ascii_lowercase)
+        && bytes.len() <= MAX_NAME_CHARS
+        && !name.ends_with('-')
+        && !name.contains("--")
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(ScaffoldError::Name {
+            name: crate::base::text::log_field::escape_capped(name, MAX_NAME_CHARS + 16),
+        })
+    }
+}
+
+/// The name of the one tool a plugin called `name` gets.
+pub fn tool_name(name: &str) -> String {
+    format!("{}{TOOL_SUFFIX}", name.replace('-', "_"))
+}
+
+/// The WIT package version the embedded contract declares (`0.1.0`), which a JavaScript plugin
+/// names in its imports.
+pub fn wit_version() -> &'static str {
+    WIT_FILES
+        .iter()
+        .find_map(|(_, text)| {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("package tiny-harness:plugin@"))?;
+            Some(line["package tiny-harness:plugin@".len()..].trim_end_matches(';'))
+        })
+        .expect("wit/plugin.wit declares package tiny-harness:plugin@VERSION")
+}
+
+/// The files of a new plugin, relative paths with their text.
+pub fn render(plugin: &NewPlugin) -> Result<Vec<(String, String)>, ScaffoldError> {
+    check_name(&plugin.name)?;
+    if plugin.lang != Lang::Rust && plugin.sdk != Sdk::Git {
+        return Err(ScaffoldError::SdkForOtherLang);
+    }
+    let mut files: Vec<(&str, &str)> = match plugin.lang {
+        Lang::Rust => vec![
+            (
+                "Cargo.toml",
+                include_str!("../../templates/plugin/rust/Cargo.toml"),
+            ),
+            (
+                "src/lib.rs",
+                include_str!("../../templates/plugin/rust/src/lib.rs"),
+            ),
+        ],
+        Lang::Python => vec![
+            (
+                "app.py",
+                include_str!("../../templates/plugin/python/app.py"),
+            ),
+            (
+                "requirements.txt",
+                include_str!("../../templates/plugin/python/requirements.txt"),
+            ),
+        ],
+        Lang::JavaScript => vec![
+            (
+                "package.json",
+                include_str!("../../templates/plugin/javascript/package.json"),
+            ),
+            (
+                "build.mjs",
+                include_str!("../../templates/plugin/javascript/build.mjs"),
+            ),
+            (
+                "src/plugin.js",
+                include_str!("../../templates/plugin/javascript/src/plugin.js"),
+            ),
+        ],
+    };
+    files.extend([
+        (
+            "README.md",
+            include_str!("../../templates/plugin/common/README.md"),
+        ),
+        (
+            ".gitignore",
+            include_str!("../../templates/plugin/common/gitignore"),
+        ),
+        (
+            "try/config.toml",
+            include_str!("../../templates/plugin/common/try/config.toml"),
+        ),
+        (
+            "try/script.toml",
+            include_str!("../../templates/plugin/common/try/script.toml"),
+        ),
+    ]);
+    let values = values(plugin);
+    let mut rendered: Vec<(String, String)> = files
+        .into_iter()
+        .map(|(path, text)| (path.to_string(), fill(text, &values)))
+        .collect();
+    if plugin.lang != Lang::Rust {
+        // The Rust SDK carries its own copy; the other languages build against this one.
+        for (file, text) in WIT_FILES {
+            rendered.push((format!("wit/{file}"), text.to_string()));
+        }
+    }
+    Ok(rendered)
+}
+
+/// Writes a new plugin folder. The folder is created here and must not exist; if a file cannot
+/// be written, the folder is removed again, so a failed run leaves nothing behind.
+pub fn write(plugin: &NewPlugin) -> Result<Written, ScaffoldError> {
+    let files = render(plugin)?;
+    let dir = &plugin.dir;
+    if dir.symlink_metadata().is_ok() {
+        return Err(ScaffoldError::Exists(dir.clone()));
+    }
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ScaffoldError::Write { path, source }
+    };
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+    }
+    // `create_dir` fails on an existing folder, so a folder made meanwhile is never written into.
+    std::fs::create_dir(dir).map_err(|err| match err.kind() {
+        std::io::ErrorKind::AlreadyExists => ScaffoldError::Exists(dir.clone()),
+        _ => io(dir)(err),
+    })?;
+    let written = files.iter().try_for_each(|(relative, text)| {
+        let path = dir.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        std::fs::write(&path, text).map_err(io(&path))
+    });
+    if let Err(err) = written {
+        let _ = std::fs::remove_dir_all(dir);
+        return Err(err);
+    }
+    Ok(Written {
+        dir: dir.clone(),
+        files: files.into_iter().map(|(path, _)| path).collect(),
+        build: build_commands(plugin.lang, &plugin.name),
+    })
+}
+
+/// What `harness plugin new` prints once the folder is written.
+pub fn report(written: &Written, lang: Lang) -> String {
+    let mut out = String::new();
+    let dir = written.dir.display();
+    let _ = writeln!(out, "wrote a {} plugin in {dir}:", lang.title());
+    for file in &written.files {
+        let _ = writeln!(out, "  {file}");
+    }
+    let _ = writeln!(out, "\nbuild it ({}):\n", build_needs(lang));
+    let _ = writeln!(out, "  cd {dir}");
+    for line in written.build.lines() {
+        let _ = writeln!(out, "  {line}");
+    }
+    let _ = writeln!(
+        out,
+        "\nthen try it without a model: `harness serve --config try/config.toml` (see README.md),\n\
+         or drop try/plugins/*.wasm into a harness's plugins folder (`plugins/` beside its \
+         config.toml, or [plugins] dir)."
+    );
+    out
+}
+
+/// The commands that build a plugin into `try/plugins/{name}.wasm`, run from its folder.
+pub fn build_commands(lang: Lang, name: &str) -> String {
+    match lang {
+        Lang::Rust => format!(
+            "cargo build --target wasm32-wasip2 --release\n\
+             mkdir -p try/plugins && cp target/wasm32-wasip2/release/{}.wasm try/plugins/{name}.wasm",
+            name.replace('-', "_")
+        ),
+        Lang::Python => format!(
+            "python3 -m venv .venv && .venv/bin/pip install -r requirements.txt\n\
+             mkdir -p try/plugins\n\
+             .venv/bin/componentize-py --wit-path wit --world harness-plugin componentize app \
+             --python-path . --output try/plugins/{name}.wasm"
+        ),
+        Lang::JavaScript => "npm install\nnode build.mjs".to_string(),
+    }
+}
+
+fn build_needs(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => "Rust with `rustup target add wasm32-wasip2`",
+        Lang::Python => "Python 3.9+ with venv; installs componentize-py",
+        Lang::JavaScript => "Node.js 20+ with npm; installs componentize-js",
+    }
+}
+
+/// The placeholders the templates hold, with their values.
+fn values(plugin: &NewPlugin) -> Vec<(&'static str, String)> {
+    let name = &plugin.name;
+    let sdk_dependency = match &plugin.sdk {
+        Sdk::Git => format!(
+            "# To pin it to the commit of the harness you run, add `rev = \"<commit>\"`.\n\
+             tiny-harness-plugin-sdk = {{ git = \"{SDK_GIT}\" }}"
+        ),
+        Sdk::Path(path) => format!(
+            "tiny-harness-plugin-sdk = {{ path = \"{}\" }}",
+            toml_escape(&path.display().to_string())
+        ),
+    };
+    let wit_note = match plugin.lang {
+        Lang::Rust => ", which the guest SDK carries",
+        _ => ", copied into `wit/`",
+    };
+    vec![
+        ("{{plugin_name}}", name.clone()),
+        ("{{tool_name}}", tool_name(name)),
+        ("{{wit_version}}", wit_version().to_string()),
+        ("{{language}}", plugin.lang.title().to_string()),
+        ("{{sdk_dependency}}", sdk_dependency),
+        ("{{wit_note}}", wit_note.to_string()),
+        (
+            "{{build_needs}}",
+            format!("Needs {}.", build_needs(plugin.lang)),
+        ),
+        ("{{build_commands}}", build_commands(plugin.lang, name)),
+    ]
+}
+
+/// `text` with each placeholder replaced. Others (the scripted model's `{{last_tool_result}}`)
+/// are left as they are.
+fn fill(text: &str, values: &[(&str, String)]) -> String {
+    values.iter().fold(text.to_string(), |text, (key, value)| {
+        text.replace(key, value)
+    })
+}
+
+fn toml_escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+#[path = "scaffold_tests.rs"]
+mod tests;
