@@ -99,6 +99,14 @@ pub enum ScaffoldError {
     /// `--sdk-path` given for a language that does not use the Rust SDK.
     #[error("--sdk-path is for --lang rust only (Python and JavaScript plugins carry the WIT)")]
     SdkForOtherLang,
+    /// `--sdk-path` is not a folder holding a `Cargo.toml`.
+    #[error("--sdk-path {}: {reason}; give the plugins/sdk-rust folder of a tiny-harness checkout", path.display())]
+    SdkPath {
+        /// The path given.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A folder or file could not be written (the new folder is removed again).
     #[error("cannot write {}: {source}", path.display())]
     Write {
@@ -235,6 +243,10 @@ pub fn render(plugin: &NewPlugin) -> Result<Vec<(String, String)>, ScaffoldError
 /// Writes a new plugin folder. The folder is created here and must not exist; if a file cannot
 /// be written, the folder is removed again, so a failed run leaves nothing behind.
 pub fn write(plugin: &NewPlugin) -> Result<Written, ScaffoldError> {
+    let plugin = &NewPlugin {
+        sdk: absolute_sdk(&plugin.sdk)?,
+        ..plugin.clone()
+    };
     let files = render(plugin)?;
     let dir = &plugin.dir;
     if dir.symlink_metadata().is_ok() {
@@ -268,6 +280,23 @@ pub fn write(plugin: &NewPlugin) -> Result<Written, ScaffoldError> {
         files: files.into_iter().map(|(path, _)| path).collect(),
         build: build_commands(plugin.lang, &plugin.name),
     })
+}
+
+/// The SDK path made absolute: the dependency is read relative to the new `Cargo.toml`, the path
+/// was given relative to where the command ran.
+fn absolute_sdk(sdk: &Sdk) -> Result<Sdk, ScaffoldError> {
+    let Sdk::Path(path) = sdk else {
+        return Ok(Sdk::Git);
+    };
+    let error = |reason: String| ScaffoldError::SdkPath {
+        path: path.clone(),
+        reason,
+    };
+    let absolute = path.canonicalize().map_err(|err| error(err.to_string()))?;
+    if !absolute.join("Cargo.toml").is_file() {
+        return Err(error("it holds no Cargo.toml".into()));
+    }
+    Ok(Sdk::Path(absolute))
 }
 
 /// What `harness plugin new` prints once the folder is written.

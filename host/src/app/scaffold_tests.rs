@@ -206,3 +206,30 @@ fn a_bad_name_writes_nothing() {
     ));
     assert!(!dir.exists());
 }
+
+#[test]
+fn a_relative_sdk_path_is_written_absolute_and_a_wrong_one_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins/sdk-rust");
+    let mut rust = plugin("p", Lang::Rust, &tmp.path().join("p"));
+    rust.sdk = Sdk::Path(sdk.clone());
+    write(&rust).unwrap();
+    let manifest = std::fs::read_to_string(tmp.path().join("p/Cargo.toml")).unwrap();
+    let absolute = sdk.canonicalize().unwrap();
+    assert!(
+        manifest.contains(&format!("path = \"{}\"", absolute.display())),
+        "{manifest}"
+    );
+    rust.dir = tmp.path().join("q");
+    rust.sdk = Sdk::Path(tmp.path().to_path_buf());
+    let err = write(&rust).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "--sdk-path {}: it holds no Cargo.toml; give the plugins/sdk-rust folder of a \
+             tiny-harness checkout",
+            tmp.path().display()
+        )
+    );
+    assert!(!rust.dir.exists());
+}
