@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::harness_process::{HARNESS, serve};
 use tiny_harness::app::runtime::offline_prompt_context;
-use tiny_harness::app::scaffold::{Lang, build_commands, tool_name};
+use tiny_harness::app::scaffold::{Lang, SDK_GIT, build_commands, tool_name};
 use tiny_harness::base::config::Config;
 use tiny_harness::work::plugins::{PluginHost, PluginSettings};
 
@@ -61,7 +61,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// Runs one line of a printed build in `dir` with `sh`, failing the test with its output.
-fn run(dir: &Path, line: &str, env: &[(&str, &Path)]) {
+fn run(dir: &Path, line: &str, env: &[(&str, String)]) {
     let started = Instant::now();
     let mut command = Command::new("sh");
     command.arg("-c").arg(line).current_dir(dir);
@@ -69,7 +69,7 @@ fn run(dir: &Path, line: &str, env: &[(&str, &Path)]) {
     for name in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_BUILD_TARGET"] {
         command.env_remove(name);
     }
-    command.envs(env.iter().map(|(k, v)| (k, v.as_os_str())));
+    command.envs(env.iter().map(|(k, v)| (k, v)));
     let output = command.output().expect("sh runs");
     assert!(
         output.status.success(),
@@ -82,8 +82,8 @@ fn run(dir: &Path, line: &str, env: &[(&str, &Path)]) {
 }
 
 /// Builds a folder `harness plugin new` wrote by the commands it printed, with the toolchains
-/// already installed in place of each install step.
-fn build(lang: Lang, name: &str, dir: &Path) {
+/// already installed in place of each install step; `env` is added to a Rust build's.
+fn build(lang: Lang, name: &str, dir: &Path, env: &[(&str, String)]) {
     let commands = build_commands(lang, name);
     let venv = root().join("plugins/python-example/.venv");
     let rust_target = root().join("target/plugin-builds/plugin-new");
@@ -93,13 +93,17 @@ fn build(lang: Lang, name: &str, dir: &Path) {
             Lang::Rust => run(
                 dir,
                 &line.replace("target/", &format!("{}/", rust_target.display())),
-                &[("CARGO_TARGET_DIR", &rust_target)],
+                &[
+                    &[("CARGO_TARGET_DIR", rust_target.display().to_string())],
+                    env,
+                ]
+                .concat(),
             ),
             Lang::Python if line.starts_with("python3 -m venv") => {}
             Lang::Python => run(
                 dir,
                 &line.replace(".venv/", &format!("{}/", venv.display())),
-                &[("VIRTUAL_ENV", &venv)],
+                &[("VIRTUAL_ENV", venv.display().to_string())],
             ),
             Lang::JavaScript if line == "npm install" => {
                 std::os::unix::fs::symlink(
@@ -129,16 +133,54 @@ async fn rpc(base: &str, method: &str, params: Value) -> Value {
 
 /// Writes, builds, lists and serves a new plugin in `lang`; the tool's answer must be the task's.
 async fn a_new_plugin_builds_loads_and_answers(lang: Lang, lang_name: &str) {
+    a_new_plugin_builds_loads_and_answers_with(lang, lang_name, Sdk::Path).await;
+}
+
+/// Where a Rust plugin takes the guest SDK from in a test.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sdk {
+    /// `--sdk-path` to this checkout's `plugins/sdk-rust`.
+    Path,
+    /// The git dependency as written, fetched from this checkout's own repository in place of
+    /// GitHub (no network here): its committed `HEAD`.
+    Git,
+}
+
+/// The environment that makes cargo fetch the SDK's repository from this checkout's.
+fn git_from_this_repository() -> Vec<(&'static str, String)> {
+    let output = Command::new("git")
+        .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
+        .current_dir(root())
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "the test of the git dependency needs a git checkout: {}",
+        text(&output.stderr)
+    );
+    let repository = text(&output.stdout).trim().to_string();
+    vec![
+        ("CARGO_NET_GIT_FETCH_WITH_CLI", "true".into()),
+        ("GIT_CONFIG_COUNT", "1".into()),
+        ("GIT_CONFIG_KEY_0", format!("url.{repository}.insteadOf")),
+        ("GIT_CONFIG_VALUE_0", SDK_GIT.into()),
+    ]
+}
+
+async fn a_new_plugin_builds_loads_and_answers_with(lang: Lang, lang_name: &str, sdk_from: Sdk) {
     toolchains();
     let tmp = tempfile::tempdir().unwrap();
-    let name = format!("greeter-{lang_name}");
+    let name = match sdk_from {
+        Sdk::Path => format!("greeter-{lang_name}"),
+        Sdk::Git => format!("greeter-{lang_name}-git"),
+    };
     let dir = tmp.path().join(&name);
     let sdk = root().join("plugins/sdk-rust");
     let mut args = vec!["plugin", "new", &name, "--lang", lang_name];
     let dir_arg = dir.to_string_lossy().into_owned();
     args.extend(["--dir", &dir_arg]);
     let sdk_arg = sdk.to_string_lossy().into_owned();
-    if lang == Lang::Rust {
+    if lang == Lang::Rust && sdk_from == Sdk::Path {
         args.extend(["--sdk-path", &sdk_arg]);
     }
     let written = harness(&args);
@@ -153,7 +195,11 @@ async fn a_new_plugin_builds_loads_and_answers(lang: Lang, lang_name: &str) {
     }
 
     let started = Instant::now();
-    build(lang, &name, &dir);
+    let env = match sdk_from {
+        Sdk::Path => vec![],
+        Sdk::Git => git_from_this_repository(),
+    };
+    build(lang, &name, &dir, &env);
     let wasm = dir.join(format!("try/plugins/{name}.wasm"));
     eprintln!(
         "built {name}.wasm ({} bytes) in {:?}",
@@ -212,6 +258,11 @@ async fn a_new_plugin_builds_loads_and_answers(lang: Lang, lang_name: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_rust_plugin_builds_loads_and_its_tool_answers() {
     a_new_plugin_builds_loads_and_answers(Lang::Rust, "rust").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_rust_plugin_on_the_sdk_by_git_builds_loads_and_its_tool_answers() {
+    a_new_plugin_builds_loads_and_answers_with(Lang::Rust, "rust", Sdk::Git).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
