@@ -308,7 +308,7 @@ pub fn report(written: &Written, lang: Lang) -> String {
         let _ = writeln!(out, "  {file}");
     }
     let _ = writeln!(out, "\nbuild it ({}):\n", build_needs(lang));
-    let _ = writeln!(out, "  cd {dir}");
+    let _ = writeln!(out, "  cd {}", shell_word(&dir.to_string()));
     for line in written.build.lines() {
         let _ = writeln!(out, "  {line}");
     }
@@ -336,6 +336,20 @@ pub fn build_commands(lang: Lang, name: &str) -> String {
              --python-path . --output try/plugins/{name}.wasm"
         ),
         Lang::JavaScript => "npm install\nnode build.mjs".to_string(),
+    }
+}
+
+/// `text` as one shell word: as it is when it holds only characters no shell reads specially,
+/// else in single quotes, so the printed `cd` works when pasted whatever the folder's name.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:,@%=".contains(c));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 
@@ -567,6 +581,13 @@ mod tests {
             report.contains(&format!("cd {}", dir.display())),
             "{report}"
         );
+    }
+
+    #[test]
+    fn the_printed_cd_quotes_a_folder_the_shell_would_split() {
+        assert_eq!(shell_word("plugins/weather"), "plugins/weather");
+        assert_eq!(shell_word("my plugins/it's"), "'my plugins/it'\\''s'");
+        assert_eq!(shell_word("$HOME"), "'$HOME'");
     }
 
     #[test]
