@@ -3,8 +3,9 @@
 //! for the examples: the wasm32-wasip2 target, componentize-py, componentize-js), `harness
 //! plugins` loads the result from the folder's own `try/config.toml`, and a real `harness serve`
 //! on that configuration plays its script with the scripted model: the tool is called and its
-//! answer is the task's. Building needs Python 3.9+ with venv and Node.js 20+ with npm; without
-//! them these tests fail saying what to install. Also: what the command refuses, and a core
+//! answer is the task's. Building needs Python 3.9+ with venv and Node.js 20+ with npm, and the
+//! Rust plugin on the SDK by git needs git and a git checkout; without them these tests fail
+//! saying what to install. Also: what the command refuses, and a core
 //! module refused at load saying how to build a component.
 
 mod support {

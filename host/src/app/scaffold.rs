@@ -24,7 +24,8 @@ pub const SDK_GIT: &str = env!("CARGO_PKG_REPOSITORY");
 const TOOL_SUFFIX: &str = "_hello";
 
 /// The WIT of the harness, written into a Python or JavaScript plugin's `wit/` folder: every
-/// file of the repository's `wit/` (a unit test checks none is left out).
+/// file of the repository's `wit/`, by its path there (`deps/…` included; a unit test checks
+/// none is left out).
 const WIT_FILES: &[(&str, &str)] = &[("plugin.wit", include_str!("../../../wit/plugin.wit"))];
 
 /// The language of a new plugin.
@@ -512,11 +513,22 @@ mod tests {
 
     #[test]
     fn every_file_of_the_wit_folder_is_embedded() {
+        /// Every file under `dir`, as paths relative to `root` with `/` between parts.
+        fn files(root: &Path, dir: &Path, out: &mut Vec<String>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    files(root, &path, out);
+                } else {
+                    let relative = path.strip_prefix(root).unwrap();
+                    let parts: Vec<_> = relative.iter().map(|p| p.to_string_lossy()).collect();
+                    out.push(parts.join("/"));
+                }
+            }
+        }
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
-        let mut on_disk: Vec<String> = std::fs::read_dir(root)
-            .unwrap()
-            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let mut on_disk = Vec::new();
+        files(&root, &root, &mut on_disk);
         on_disk.sort();
         let mut embedded: Vec<String> = WIT_FILES.iter().map(|(f, _)| f.to_string()).collect();
         embedded.sort();
