@@ -476,6 +476,7 @@ mod tests {
     fn the_tool_name_fits_the_model_apis_limit_for_the_longest_name() {
         assert_eq!(tool_name("crm-lookup"), "crm_lookup_hello");
         assert!(tool_name(&"a".repeat(MAX_NAME_CHARS)).len() <= 64);
+        assert!(NAME_RULE.contains(&format!("at most {MAX_NAME_CHARS} characters")));
     }
 
     #[test]
