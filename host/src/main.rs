@@ -1,4 +1,4 @@
-//! The `harness` command: `serve`, `check`, `plugins`, `context`, `--version`.
+//! The `harness` command: `serve`, `check`, `plugins`, `context`, `plugin new`, `--version`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tiny_harness::app::operator;
 use tiny_harness::app::runtime::{Runtime, StartError, load_config};
+use tiny_harness::app::scaffold::{self, Lang, NewPlugin, ScaffoldError, Sdk};
 
 /// A request allocates and frees many small values (JSON, records, events) on several threads;
 /// mimalloc's per-thread heaps serve them with less work and contention than the system's.
@@ -14,7 +15,7 @@ use tiny_harness::app::runtime::{Runtime, StartError, load_config};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Exit status for a configuration error, or a store another process holds, so scripts can tell
-/// it from a crash.
+/// it from a crash; also `plugin new` refusing a name or an existing folder.
 const EXIT_CONFIG: u8 = 2;
 
 #[derive(Parser)]
@@ -51,6 +52,30 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Write plugins.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Write a buildable plugin folder with one section and one tool, and print how to build it.
+    New {
+        /// The plugin's name: lower-case letters, digits and single dashes.
+        name: String,
+        /// The language of the plugin.
+        #[arg(long, value_parser = Lang::NAMES)]
+        lang: String,
+        /// The folder to create (it must not exist); default ./NAME.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Rust only: depend on the guest SDK at this path (a checkout's plugins/sdk-rust)
+        /// instead of by git.
+        #[arg(long)]
+        sdk_path: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -69,6 +94,15 @@ fn main() -> ExitCode {
             Command::Check { config } => check(config).await,
             Command::Plugins { config } => plugins(config).await,
             Command::Context { config } => context(config).await,
+            Command::Plugin {
+                command:
+                    PluginCommand::New {
+                        name,
+                        lang,
+                        dir,
+                        sdk_path,
+                    },
+            } => plugin_new(name, &lang, dir, sdk_path),
         }
     });
     match result {
@@ -86,7 +120,8 @@ fn main() -> ExitCode {
                 )
             }) || err
                 .downcast_ref::<tiny_harness::base::config::ConfigError>()
-                .is_some();
+                .is_some()
+                || err.downcast_ref::<ScaffoldError>().is_some();
             if is_config {
                 ExitCode::from(EXIT_CONFIG)
             } else {
@@ -127,6 +162,24 @@ async fn plugins(config: Option<PathBuf>) -> anyhow::Result<()> {
 async fn context(config: Option<PathBuf>) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
     print!("{}", operator::context(&config).await?);
+    Ok(())
+}
+
+fn plugin_new(
+    name: String,
+    lang: &str,
+    dir: Option<PathBuf>,
+    sdk_path: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let lang = Lang::parse(lang).expect("clap checked --lang");
+    let plugin = NewPlugin {
+        dir: dir.unwrap_or_else(|| PathBuf::from(&name)),
+        name,
+        lang,
+        sdk: sdk_path.map_or(Sdk::Git, Sdk::Path),
+    };
+    let written = scaffold::write(&plugin)?;
+    print!("{}", scaffold::report(&written, lang));
     Ok(())
 }
 

@@ -32,7 +32,7 @@ const LAYERS: &[&[&str]] = &[
     &["work::engine"],
     &["app::server"],
     &["app::runtime"],
-    &["app::operator"],
+    &["app::operator", "app::scaffold"],
 ];
 
 /// The folders of `host/src`, bottom first: each holds a run of consecutive layers, so the

@@ -1,5 +1,6 @@
 //! The application on top: the A2A server (every binding, connections, limits, callers) above the
-//! task service, the runtime that wires every part together, and the operator's commands.
+//! task service, the runtime that wires every part together, the operator's commands, and
+//! the folder `harness plugin new` writes.
 //!
 //! Bottom to top, each importing only from those before it (and the folders below).
 
@@ -8,3 +9,5 @@ pub mod server;
 pub mod runtime;
 
 pub mod operator;
+
+pub mod scaffold;

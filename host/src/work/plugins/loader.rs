@@ -15,6 +15,18 @@ use super::plugin_log::{CallLog, LogRate};
 use super::sandbox::{CallLimits, StoreData, store};
 use crate::base::text::log_field::escape;
 
+/// The first 8 bytes of a core WebAssembly module (magic, version 1), what a build for
+/// `wasm32-unknown-unknown` or `wasm32-wasip1` writes; a component's header differs in its
+/// version and layer bytes.
+const CORE_MODULE_HEADER: &[u8; 8] = b"\0asm\x01\0\0\0";
+
+/// Why a core module does not load, and how to build a component instead.
+const CORE_MODULE_FIX: &str = "it is a core WebAssembly module, not a component: build it \
+     as a component (Rust: `cargo build --target wasm32-wasip2 --release`; Python: componentize-py; \
+     JavaScript: componentize-js; `harness plugin new` writes a project that does), or wrap a \
+     wasip1 module with `wasm-tools component new MODULE.wasm --adapt \
+     wasi_snapshot_preview1.reactor.wasm -o PLUGIN.wasm`";
+
 /// A plugin ready to be called.
 pub struct LoadedPlugin {
     /// The file name (`builtin` for the embedded one): how errors and logs name the plugin.
@@ -51,6 +63,9 @@ pub async fn load(
         file: file.to_string(),
         reason,
     };
+    if bytes.starts_with(CORE_MODULE_HEADER) {
+        return Err(load_error(CORE_MODULE_FIX.to_string()));
+    }
     let (component, outcome) = cache
         .compile(engine, bytes)
         .map_err(|err| load_error(format!("not a valid component: {err:#}")))?;
