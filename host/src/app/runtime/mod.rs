@@ -166,7 +166,7 @@ impl Runtime {
         let store_lock = StoreLock::acquire(&store_path, lock_mode(config.engine.kind))?;
         // Bound next: the base URL (port 0 picks one) is what children on `self` are sent to
         // and what the card says, so every part below is built knowing it.
-        let listener = bind(&config.server.bind).await?;
+        let listener = bind(&config.server).await?;
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = base_url(&config, local);
         let store = Arc::new(Store::open(&store_path)?);
@@ -376,14 +376,20 @@ fn lock_mode(kind: EngineKind) -> LockMode {
     }
 }
 
-/// Binds `addr` (`server.bind`).
-async fn bind(addr: &str) -> Result<TcpListener, StartError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: addr.to_string(),
-            source,
-        })
+/// Binds `server.bind`, `localhost:PORT` as the loopback address the configuration's checks
+/// took it for (not whatever a resolver answers).
+async fn bind(server: &crate::base::config::ServerConfig) -> Result<TcpListener, StartError> {
+    let refused = |source| StartError::Bind {
+        addr: server.bind.clone(),
+        source,
+    };
+    let addr = server.bind_addr().ok_or_else(|| {
+        refused(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a socket address",
+        ))
+    })?;
+    TcpListener::bind(addr).await.map_err(refused)
 }
 
 /// `server.base_url`, else `http://{local}`: where other agents, and this harness's own
