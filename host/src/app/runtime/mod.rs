@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::app::server::health::Health;
 use crate::app::server::identity::{BearerVerifier, Credentials};
 use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
 use crate::base::config::{Config, ConfigError, EngineKind};
@@ -307,6 +308,7 @@ impl Runtime {
             stream_keep_alive: std::time::Duration::from_secs(
                 self.config.server.stream_keep_alive_secs,
             ),
+            health: Arc::new(Health::new(self.store.clone(), self.engine.clone())),
         };
         let trusted: Vec<&str> = self.credentials.configured_ids().collect();
         if !trusted.is_empty() {

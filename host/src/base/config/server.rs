@@ -169,7 +169,10 @@ pub fn parse_bind(bind: &str) -> Option<std::net::SocketAddr> {
         return None;
     }
     let port = port.parse::<u16>().ok()?;
-    Some(std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port)))
+    Some(std::net::SocketAddr::from((
+        std::net::Ipv4Addr::LOCALHOST,
+        port,
+    )))
 }
 
 /// Whether any way for a caller to prove who it is is configured: token callers or trusted

@@ -47,7 +47,11 @@ mod tests {
 
     #[test]
     fn columns_count_characters_not_bytes() {
-        assert_eq!(super::line_and_column("é = x\n", 5), (1, 5), "x is the fifth character");
+        assert_eq!(
+            super::line_and_column("é = x\n", 5),
+            (1, 5),
+            "x is the fifth character"
+        );
         assert_eq!(super::line_and_column("a\nbé", 4), (2, 2));
     }
 

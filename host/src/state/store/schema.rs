@@ -10,7 +10,7 @@ pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// `MIGRATIONS[n]` moves a file from version `n` to `n + 1`. Never edit one that has shipped:
 /// add the next.
-pub(super) const MIGRATIONS: [&str; 4] = [
+pub(super) const MIGRATIONS: [&str; 5] = [
     // 1: tasks, their participants, history and journal.
     "CREATE TABLE IF NOT EXISTS tasks (
          id TEXT PRIMARY KEY,
@@ -69,6 +69,11 @@ pub(super) const MIGRATIONS: [&str; 4] = [
     // counter row is rewritten by every commit.
     "DROP INDEX IF EXISTS tasks_by_state;
      DROP TABLE IF EXISTS counters;",
+    // 5: one row that `/readyz` rewrites: a commit that lands is what proves the store writable.
+    "CREATE TABLE IF NOT EXISTS health (
+         id INTEGER PRIMARY KEY CHECK (id = 1),
+         probed_at INTEGER NOT NULL
+     );",
 ];
 
 /// The schema of [`SCHEMA_VERSION`], written out: what a new file is created with, rather than
@@ -111,6 +116,10 @@ pub(super) const CURRENT: &str = "CREATE TABLE tasks (
          message_id TEXT NOT NULL,
          task_id TEXT NOT NULL REFERENCES tasks (id),
          PRIMARY KEY (owner, message_id)
+     );
+     CREATE TABLE health (
+         id INTEGER PRIMARY KEY CHECK (id = 1),
+         probed_at INTEGER NOT NULL
      );";
 
 /// Brings the file to [`SCHEMA_VERSION`]: a new (empty) file at once with [`CURRENT`], an older
@@ -144,6 +153,7 @@ pub(super) fn migrate(conn: &Connection) -> Result<(), rusqlite::Error> {
 /// Whether the file holds no table, index or view yet: a new store, not a version-0 file
 /// someone wrote into.
 fn is_empty(conn: &Connection) -> Result<bool, rusqlite::Error> {
-    let objects: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
+    let objects: i64 =
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))?;
     Ok(objects == 0)
 }

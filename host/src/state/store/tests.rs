@@ -216,7 +216,7 @@ fn a_version_1_file_opens_keeps_its_tasks_whole_and_gains_the_later_tables_and_c
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, schema::SCHEMA_VERSION);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let read = store.task("old").unwrap().unwrap();
     assert_eq!(
         read, old,
@@ -237,7 +237,9 @@ fn a_version_1_file_opens_keeps_its_tasks_whole_and_gains_the_later_tables_and_c
 /// schema, whatever text created it.
 fn schema_of(conn: &Connection) -> Vec<String> {
     let mut objects = conn
-        .prepare("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name")
+        .prepare(
+            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name",
+        )
         .unwrap();
     let objects: Vec<(String, String)> = objects
         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
@@ -246,7 +248,11 @@ fn schema_of(conn: &Connection) -> Vec<String> {
         .collect();
     let mut schema = Vec::new();
     for (kind, name) in objects {
-        let pragma = if kind == "table" { "table_xinfo" } else { "index_xinfo" };
+        let pragma = if kind == "table" {
+            "table_xinfo"
+        } else {
+            "index_xinfo"
+        };
         let mut columns = conn
             .prepare(&format!("SELECT * FROM pragma_{pragma}('{name}')"))
             .unwrap();

@@ -295,6 +295,13 @@ impl Engine for EmbeddedEngine {
         EmbeddedEngine::shutdown(self).await
     }
 
+    async fn readiness(&self) -> Result<(), &'static str> {
+        if self.shutdown.is_cancelled() {
+            return Err("shutting down");
+        }
+        Ok(())
+    }
+
     fn cancel(&self, task_id: &str) {
         if let Some(task) = lock(&self.running).remove(task_id) {
             task.stop.cancel();
