@@ -6,11 +6,9 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use crate::app::runtime::{
-    StartError, load_skills, plugin_settings, prompt_context, render_context,
+    FromEnvironment, StartError, load_skills, plugin_settings, prompt_context, render_context,
 };
-use crate::app::server::identity::Credentials;
 use crate::base::config::Config;
-use crate::base::model::{build_model, build_models};
 use crate::work::agents::{Discovery, Registry, Roster, build_roster, own_card};
 use crate::work::engine::HostEffects;
 use crate::work::plugins::PluginHost;
@@ -44,18 +42,23 @@ async fn plugins(
 /// `harness check`: the configuration, the model, the plugins, the skills, and which agents
 /// would be registered and why any would not.
 pub async fn check(config: &Config) -> Result<String, StartError> {
-    let model = build_model(
-        &config.model,
-        |path| config.resolve(path),
-        |name| std::env::var(name).ok(),
-    )?;
-    let models = build_models(
-        model.clone(),
-        &config.models,
-        |path| config.resolve(path),
-        |name| std::env::var(name).ok(),
-    )?;
-    let credentials = Credentials::from_config(&config.server, |name| std::env::var(name).ok())?;
+    check_with_env(config, |name| std::env::var(name).ok()).await
+}
+
+/// [`check`], every environment variable read with `env` (tests). The variables are read by
+/// the function `serve` reads them with ([`FromEnvironment`]): a configuration check passes
+/// is one serve takes, short of what only serving can tell (the address free, the store not
+/// held by another process, the Temporal server up).
+pub async fn check_with_env(
+    config: &Config,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<String, StartError> {
+    let FromEnvironment {
+        models,
+        credentials,
+        ..
+    } = FromEnvironment::read(config, &env)?;
+    let model = models.default_model();
     let (discovery, roster) = discover(config).await;
     let skills = load_skills(config)?;
     let host = plugins(config, &roster, &skills).await?;

@@ -13,7 +13,7 @@ use crate::app::server::health::Health;
 use crate::app::server::identity::{BearerVerifier, Credentials};
 use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
 use crate::base::config::{Config, ConfigError, EngineKind};
-use crate::base::model::{Model, ModelBuildError, Models, build_model, build_models};
+use crate::base::model::{Model, ModelBuildError, Models, build_model};
 use crate::base::protocol::card::AgentCard;
 use crate::state::store::{LockError, LockMode, Store, StoreError, StoreLock};
 use crate::state::tasks::Tasks;
@@ -29,9 +29,11 @@ use crate::work::engine::{
 use crate::work::plugins::{PluginError, PluginHost};
 use crate::work::skills::{Catalog, SkillError};
 
+mod environment;
 mod parts;
 
-use parts::{agent_secrets, agent_tokens, child_settings, oidc_verifier};
+pub use environment::FromEnvironment;
+use parts::{child_settings, oidc_verifier};
 pub use parts::{
     discover_agents, input_limits, load_config, load_skills, model_names, offline_prompt_context,
     plugin_settings, prompt_context, render_context, static_prefix,
@@ -150,11 +152,14 @@ impl Runtime {
         model: Arc<dyn Model>,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Runtime, StartError> {
-        let models = build_models(model.clone(), &config.models, |p| config.resolve(p), &env)?;
-        let credentials = Arc::new(Credentials::from_config(&config.server, &env)?);
+        // Every variable first, as `harness check` reads them: check fails where this would.
+        let FromEnvironment {
+            models,
+            credentials,
+            agent_tokens,
+            agent_secrets,
+        } = FromEnvironment::read_around(&config, model.clone(), &env)?;
         let verifier = oidc_verifier(&config).await;
-        let agent_tokens = agent_tokens(&config, &env)?;
-        let agent_secrets = agent_secrets(&config, &env)?;
         if config.model.provider.is_none() {
             tracing::warn!(
                 "no model is configured: every task will fail until one is. {}",
@@ -407,6 +412,7 @@ fn base_url(config: &Config, local: SocketAddr) -> String {
 mod tests {
     use std::path::Path;
 
+    use super::parts::{agent_secrets, agent_tokens};
     use super::*;
     use crate::state::tasks::input_limit::InputLimit;
     use crate::work::agents::{build_roster, own_card};
