@@ -40,6 +40,9 @@ enum Command {
     Check {
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Also send each model one minimal request; exit 1 when one is not answered.
+        #[arg(long)]
+        probe: bool,
     },
     /// List the loaded plugins with the sections and tools each contributes.
     Plugins {
@@ -66,7 +69,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve { config } => serve(config).await,
-            Command::Check { config } => check(config).await,
+            Command::Check { config, probe } => check(config, probe).await,
             Command::Plugins { config } => plugins(config).await,
             Command::Context { config } => context(config).await,
         }
@@ -112,9 +115,14 @@ async fn serve(config: Option<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
+async fn check(config: Option<PathBuf>, probe: bool) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
     print!("{}", operator::check(&config).await?);
+    if probe {
+        let (lines, answered) = operator::probe(&config).await?;
+        print!("{lines}");
+        anyhow::ensure!(answered, "a model did not answer the probe");
+    }
     Ok(())
 }
 

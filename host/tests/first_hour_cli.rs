@@ -10,6 +10,9 @@ mod support {
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use axum::Json;
+use axum::routing::post;
+use serde_json::{Value, json};
 use support::harness_process::HARNESS;
 
 /// The variables these tests name; each is removed from the harness's environment.
@@ -115,6 +118,78 @@ fn check_fails_exactly_where_serve_does_for_every_variable_a_configuration_names
     }
 }
 
+/// An OpenAI-compatible endpoint that answers every call with "OK" and counts them.
+async fn stub_model() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |Json(body): Json<Value>| {
+            let seen = seen.clone();
+            async move {
+                seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                assert_eq!(body["messages"].as_array().map(Vec::len), Some(2), "{body}");
+                Json(
+                    json!({"choices": [{"message": {"role": "assistant", "content": "OK"}}],
+                    "usage": {"prompt_tokens": 21, "completion_tokens": 1}}),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, calls)
+}
 
+#[tokio::test]
+async fn check_probe_calls_each_model_once_and_exits_1_when_one_does_not_answer() {
+    let (url, calls) = stub_model().await;
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nbase_url = \"{url}\"\nmodel = \"stub\"\n\
+         [models.down]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"gone\"\nmax_retries = 0\n"
+    );
+    let (code, stdout, stderr) =
+        tokio::task::spawn_blocking(move || run(&["check", "--probe"], Some(&text)))
+            .await
+            .unwrap();
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let probe_lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("probe ")).collect();
+    assert_eq!(probe_lines.len(), 2, "{stdout}");
+    assert!(
+        probe_lines[0].starts_with("probe model: ok, answered in ")
+            && probe_lines[0].ends_with(" ms (21 input, 1 output tokens)"),
+        "{stdout}"
+    );
+    assert!(
+        probe_lines[1].starts_with("probe models.down: FAILED after "),
+        "{stdout}"
+    );
+    assert!(
+        error_line(&stderr) == "error: a model did not answer the probe",
+        "{stderr}"
+    );
+
+    let (url, _) = stub_model().await;
+    let text = format!("[model]\nprovider = \"openai\"\nbase_url = \"{url}\"\nmodel = \"stub\"\n");
+    let (code, stdout, stderr) =
+        tokio::task::spawn_blocking(move || run(&["check", "--probe"], Some(&text)))
+            .await
+            .unwrap();
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, stdout, _) = {
+        let text =
+            format!("[model]\nprovider = \"openai\"\nbase_url = \"{url}\"\nmodel = \"stub\"\n");
+        tokio::task::spawn_blocking(move || run(&["check"], Some(&text)))
+            .await
+            .unwrap()
+    };
+    assert_eq!(code, 0);
+    assert!(
+        !stdout.contains("probe "),
+        "no call without --probe: {stdout}"
+    );
+}
 
 
