@@ -16,6 +16,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Exit status for a configuration error, or a store another process holds, so scripts can tell
 /// it from a crash.
 const EXIT_CONFIG: u8 = 2;
+/// Exit status for a command line clap cannot parse (an unknown subcommand or flag): `EX_USAGE`
+/// of BSD's sysexits.h, so it is not mistaken for a configuration error (clap's own is 2).
+const EXIT_USAGE: u8 = 64;
 
 #[derive(Parser)]
 #[command(
@@ -58,7 +61,18 @@ enum Command {
 
 fn main() -> ExitCode {
     init_tracing();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            // `--help` and `--version` are printed to stdout and are no error.
+            return if err.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {

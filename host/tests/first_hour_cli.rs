@@ -192,4 +192,19 @@ async fn check_probe_calls_each_model_once_and_exits_1_when_one_does_not_answer(
     );
 }
 
+#[test]
+fn a_command_line_clap_cannot_parse_exits_64_and_a_configuration_error_exits_2() {
+    let (code, _, stderr) = run(&["serv"], None);
+    assert_eq!(code, 64, "{stderr}");
+    assert!(stderr.contains("unrecognized subcommand"), "{stderr}");
+    let (code, _, _) = run(&["check", "--frobnicate"], None);
+    assert_eq!(code, 64);
+    let (code, _, _) = run(&[], None);
+    assert_eq!(code, 64, "no subcommand is a usage error");
+    let (code, stdout, _) = run(&["--help"], None);
+    assert_eq!(code, 0, "help is no error");
+    assert!(stdout.contains("serve"), "{stdout}");
+    let (code, _, stderr) = run(&["check"], Some("[limits]\nmax_turns = \"many\"\n"));
+    assert_eq!(code, 2, "{stderr}");
+}
 
