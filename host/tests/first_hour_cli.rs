@@ -208,3 +208,16 @@ fn a_command_line_clap_cannot_parse_exits_64_and_a_configuration_error_exits_2()
     assert_eq!(code, 2, "{stderr}");
 }
 
+#[test]
+fn a_toml_syntax_error_names_its_line_and_column_and_exits_2() {
+    let (code, _, stderr) = run(
+        &["check"],
+        Some("[server]\nbind = \"127.0.0.1:0\"\n\n[model]\nprovider = openai\n"),
+    );
+    assert_eq!(code, 2);
+    let line = error_line(&stderr);
+    assert!(
+        line.contains("config.toml:5:12: TOML syntax error: "),
+        "{stderr}"
+    );
+}
