@@ -61,4 +61,30 @@ async fn a_repeated_message_id_returns_the_task_it_created_and_says_so_at_info()
     assert!(said[0].contains("message_id=first-hour-m1"), "{}", said[0]);
 }
 
+#[tokio::test]
+async fn the_listening_line_names_the_store_and_the_plugins_folder() {
+    let logs = CapturedLogs::process_wide();
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(runtime(&dir, "bind = \"127.0.0.1:0\"").await);
+    let store = dir.path().join("harness.db");
+    let plugins = dir.path().join("plugins");
+    let expected_address = format!("listening on {} ", served.base_url);
+    served.stop().await;
+    let text = logs.text();
+    let line = text
+        .lines()
+        .find(|line| line.contains(&expected_address))
+        .unwrap_or_else(|| panic!("no line with {expected_address:?}: {text}"));
+    assert!(
+        line.contains(&format!("store: {};", store.display())),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!(
+            "plugins folder: {} (absent: builtin plugin only);",
+            plugins.display()
+        )),
+        "{line}"
+    );
+}
 

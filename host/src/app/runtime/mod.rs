@@ -326,9 +326,19 @@ impl Runtime {
             "callers known by their tokens; anonymous callers {}",
             if state.allow_anonymous { "served" } else { "refused" }
         );
+        let store_path = self.config.resolve(&self.config.store.path);
+        let plugins_dir = plugin_settings(&self.config).dir.unwrap_or_default();
+        // Scripts and tests read the address after `listening on `: it stays first.
         tracing::info!(
-            "tiny-harness {} listening on http://{local} (base URL {base_url}); model: {}",
+            "tiny-harness {} listening on http://{local} (base URL {base_url}); store: {}; plugins folder: {}{}; model: {}",
             env!("CARGO_PKG_VERSION"),
+            store_path.display(),
+            plugins_dir.display(),
+            if plugins_dir.is_dir() {
+                ""
+            } else {
+                " (absent: builtin plugin only)"
+            },
             self.model.describe()
         );
         for (name, model) in self.models.describe_named() {
