@@ -88,3 +88,17 @@ async fn the_listening_line_names_the_store_and_the_plugins_folder() {
     );
 }
 
+#[tokio::test]
+async fn bind_localhost_serves_on_the_loopback_address_and_serves_anonymous_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime(&dir, "bind = \"localhost:0\"").await;
+    assert_eq!(runtime.local_addr().ip().to_string(), "127.0.0.1");
+    assert!(
+        runtime.config.server.anonymous_allowed(),
+        "loopback default"
+    );
+    let served = Served::start(runtime);
+    let answer = send(&served.base_url, "first-hour-localhost").await;
+    assert!(answer["result"]["task"]["id"].is_string(), "{answer}");
+    served.stop().await;
+}
