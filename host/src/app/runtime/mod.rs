@@ -20,16 +20,18 @@ use crate::state::tasks::Tasks;
 use crate::state::tasks::creator::BriefRules;
 use crate::state::tasks::hops::{HopRules, InstanceId};
 use crate::state::tasks::hub::TaskHub;
-use crate::work::agents::{Registry, Roster, served_cards};
-use crate::work::context::StaticPrefix;
+use crate::work::agents::{LiveRegistry, Roster, served_cards};
+use crate::work::context::LivePrefix;
 use crate::work::engine::children::Children;
 use crate::work::engine::{
     EmbeddedEngine, Engine, EngineParts, EngineSettings, HostEffects, wake_queue,
 };
 use crate::work::plugins::{PluginError, PluginHost};
 use crate::work::skills::{Catalog, SkillError};
+use late_agents::LateAgents;
 
 mod environment;
+mod late_agents;
 mod parts;
 
 pub use environment::FromEnvironment;
@@ -97,11 +99,14 @@ pub struct Runtime {
     pub models: Models,
     /// The builtin plugin and the operator's, loaded.
     pub plugins: PluginHost,
-    /// The static prefix every model call starts with, built once here.
-    pub prefix: StaticPrefix,
-    /// `self` and the remote agents whose cards passed at start-up.
-    pub registry: Arc<Registry>,
-    /// What the model knows of each registered agent, as rendered in the `agents` section.
+    /// The static prefix every model call starts with, built here, and rebuilt once for each
+    /// agent that joins the roster later.
+    pub prefix: LivePrefix,
+    /// `self` and the remote agents whose cards passed (at start-up, or later for an agent
+    /// that was unreachable then).
+    pub registry: Arc<LiveRegistry>,
+    /// What the model knows of each agent registered at start-up, as rendered in the `agents`
+    /// section.
     pub roster: Roster,
     /// The skills the model may load, read and checked at start-up.
     pub skills: Arc<Catalog>,
@@ -112,6 +117,9 @@ pub struct Runtime {
     pub credentials: Arc<Credentials>,
     /// Verifies the bearer JWTs of `[server.oidc]`, when it is configured.
     pub verifier: Option<Arc<dyn BearerVerifier>>,
+    /// Indices in `config.agents` of the agents whose card could not be fetched at start-up:
+    /// tried again while serving ([`late_agents`]).
+    unreachable: Vec<usize>,
     /// This process's hold on `store.path`, kept until the runtime is dropped (after serving
     /// has stopped and the engine with it).
     _store_lock: StoreLock,
@@ -182,8 +190,9 @@ impl Runtime {
             // Steps run on whichever worker takes them, on a store others write too.
             EngineKind::Temporal => TaskHub::over_shared_store(store.clone()),
         });
-        let (registry, roster) = discover_agents(&config, &base_url).await;
-        let registry = Arc::new(registry);
+        let (discovery, roster) = discover_agents(&config, &base_url).await;
+        let unreachable = LateAgents::unreachable(&discovery, &config);
+        let registry = Arc::new(LiveRegistry::new(discovery.registry));
         let skills = Arc::new(load_skills(&config)?);
         let (wake_sender, wake_receiver) = wake_queue();
         // This process in delegation chains: what its children carry and what a new task's
@@ -217,7 +226,7 @@ impl Runtime {
         ));
         let context = prompt_context(&config, &roster, &skills);
         let plugins = PluginHost::load(&plugin_settings(&config), &context, effects).await?;
-        let prefix = static_prefix(&config, &plugins, &roster, &skills);
+        let prefix = LivePrefix::new(static_prefix(&config, &plugins, &roster, &skills));
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
@@ -262,6 +271,7 @@ impl Runtime {
             children,
             credentials,
             verifier,
+            unreachable,
             _store_lock: store_lock,
         })
     }
@@ -345,7 +355,19 @@ impl Runtime {
             tracing::info!("models.{name}: {model}");
         }
         let limits = ConnectionLimits::from_config(&self.config.server);
+        let stop_late = tokio_util::sync::CancellationToken::new();
+        LateAgents::new(
+            self.config.clone(),
+            base_url.clone(),
+            self.plugins.prompt().render(),
+            self.skills.clone(),
+            self.registry.clone(),
+            self.prefix.clone(),
+            self.unreachable.clone(),
+        )
+        .start(&stop_late);
         let result = serve(self.listener, router(state), limits, shutdown).await;
+        stop_late.cancel();
         self.engine.shutdown().await;
         self.children.shutdown().await;
         tracing::info!("stopped");
@@ -425,7 +447,7 @@ mod tests {
     use super::parts::{agent_secrets, agent_tokens};
     use super::*;
     use crate::state::tasks::input_limit::InputLimit;
-    use crate::work::agents::{build_roster, own_card};
+    use crate::work::agents::{Registry, build_roster, own_card};
 
     fn config(text: &str) -> Config {
         Config::parse(text, Path::new("config.toml")).unwrap()
