@@ -17,6 +17,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Exit status for a configuration error, or a store another process holds, so scripts can tell
 /// it from a crash; also `plugin new` refusing a name or an existing folder.
 const EXIT_CONFIG: u8 = 2;
+/// Exit status for a command line clap cannot parse (an unknown subcommand or flag): `EX_USAGE`
+/// of BSD's sysexits.h, so it is not mistaken for a configuration error (clap's own is 2).
+const EXIT_USAGE: u8 = 64;
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +44,9 @@ enum Command {
     Check {
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Also send each model one minimal request; exit 1 when one is not answered.
+        #[arg(long)]
+        probe: bool,
     },
     /// List the loaded plugins with the sections and tools each contributes.
     Plugins {
@@ -80,7 +86,18 @@ enum PluginCommand {
 
 fn main() -> ExitCode {
     init_tracing();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            // `--help` and `--version` are printed to stdout and are no error.
+            return if err.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -91,7 +108,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve { config } => serve(config).await,
-            Command::Check { config } => check(config).await,
+            Command::Check { config, probe } => check(config, probe).await,
             Command::Plugins { config } => plugins(config).await,
             Command::Context { config } => context(config).await,
             Command::Plugin {
@@ -147,9 +164,14 @@ async fn serve(config: Option<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn check(config: Option<PathBuf>) -> anyhow::Result<()> {
+async fn check(config: Option<PathBuf>, probe: bool) -> anyhow::Result<()> {
     let config = load_config(config.as_deref()).map_err(StartError::from)?;
     print!("{}", operator::check(&config).await?);
+    if probe {
+        let (lines, answered) = operator::probe(&config).await?;
+        print!("{lines}");
+        anyhow::ensure!(answered, "a model did not answer the probe");
+    }
     Ok(())
 }
 

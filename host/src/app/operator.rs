@@ -6,11 +6,9 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use crate::app::runtime::{
-    StartError, load_skills, plugin_settings, prompt_context, render_context,
+    FromEnvironment, StartError, load_skills, plugin_settings, prompt_context, render_context,
 };
-use crate::app::server::identity::Credentials;
 use crate::base::config::Config;
-use crate::base::model::{build_model, build_models};
 use crate::work::agents::{Discovery, Registry, Roster, build_roster, own_card};
 use crate::work::engine::HostEffects;
 use crate::work::plugins::PluginHost;
@@ -44,18 +42,23 @@ async fn plugins(
 /// `harness check`: the configuration, the model, the plugins, the skills, and which agents
 /// would be registered and why any would not.
 pub async fn check(config: &Config) -> Result<String, StartError> {
-    let model = build_model(
-        &config.model,
-        |path| config.resolve(path),
-        |name| std::env::var(name).ok(),
-    )?;
-    let models = build_models(
-        model.clone(),
-        &config.models,
-        |path| config.resolve(path),
-        |name| std::env::var(name).ok(),
-    )?;
-    let credentials = Credentials::from_config(&config.server, |name| std::env::var(name).ok())?;
+    check_with_env(config, |name| std::env::var(name).ok()).await
+}
+
+/// [`check`], every environment variable read with `env` (tests). The variables are read by
+/// the function `serve` reads them with ([`FromEnvironment`]): a configuration check passes
+/// is one serve takes, short of what only serving can tell (the address free, the store not
+/// held by another process, the Temporal server up).
+pub async fn check_with_env(
+    config: &Config,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<String, StartError> {
+    let FromEnvironment {
+        models,
+        credentials,
+        ..
+    } = FromEnvironment::read(config, &env)?;
+    let model = models.default_model();
     let (discovery, roster) = discover(config).await;
     let skills = load_skills(config)?;
     let host = plugins(config, &roster, &skills).await?;
@@ -194,6 +197,62 @@ pub async fn check(config: &Config) -> Result<String, StartError> {
         );
     }
     Ok(out)
+}
+
+/// What `harness check --probe` sends each model: the smallest request every provider accepts,
+/// capped so the probe costs a handful of tokens.
+const PROBE_INSTRUCTIONS: &str = "This is a connectivity check. Reply with the word OK.";
+/// The probe's user message.
+const PROBE_MESSAGE: &str = "ping";
+/// The probe reply's cap in tokens: enough for a word, too little to cost anything.
+const PROBE_MAX_OUTPUT_TOKENS: u32 = 16;
+
+/// `harness check --probe`: one minimal call to the default model and to each `[models.NAME]`,
+/// each with its provider's timeout and retries. Returns one line per model and whether every
+/// call was answered.
+pub async fn probe(config: &Config) -> Result<(String, bool), StartError> {
+    probe_with_env(config, |name| std::env::var(name).ok()).await
+}
+
+/// [`probe`], the keys read with `env` (tests).
+pub async fn probe_with_env(
+    config: &Config,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(String, bool), StartError> {
+    let FromEnvironment { models, .. } = FromEnvironment::read(config, &env)?;
+    let request = crate::base::model::ModelRequest {
+        instructions: PROBE_INSTRUCTIONS.into(),
+        messages: vec![crate::base::model::ChatMessage::User {
+            content: PROBE_MESSAGE.to_string(),
+        }],
+        max_output_tokens: Some(PROBE_MAX_OUTPUT_TOKENS),
+        ..Default::default()
+    };
+    let mut targets = vec![("model".to_string(), models.default_model().clone())];
+    for name in models.names() {
+        if let Ok(model) = models.resolve(Some(&name)) {
+            targets.push((format!("models.{name}"), model.clone()));
+        }
+    }
+    let mut out = String::new();
+    let mut all_answered = true;
+    for (setting, model) in targets {
+        let started = std::time::Instant::now();
+        let result = model.complete(&request).await;
+        let ms = started.elapsed().as_millis();
+        let line = match result {
+            Ok(reply) => format!(
+                "probe {setting}: ok, answered in {ms} ms ({} input, {} output tokens)",
+                reply.usage.input_tokens, reply.usage.output_tokens
+            ),
+            Err(err) => {
+                all_answered = false;
+                format!("probe {setting}: FAILED after {ms} ms: {err}")
+            }
+        };
+        let _ = writeln!(out, "{line}");
+    }
+    Ok((out, all_answered))
 }
 
 /// `harness plugins`: each loaded plugin with the sections and tools it contributes.

@@ -235,6 +235,7 @@ impl Server {
             stream_keep_alive: Duration::from_secs(
                 tiny_harness::base::config::ServerConfig::default().stream_keep_alive_secs,
             ),
+            health: Default::default(),
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let limits = ConnectionLimits::default();

@@ -9,28 +9,33 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::app::server::health::Health;
 use crate::app::server::identity::{BearerVerifier, Credentials};
 use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
 use crate::base::config::{Config, ConfigError, EngineKind};
-use crate::base::model::{Model, ModelBuildError, Models, build_model, build_models};
+use crate::base::model::{Model, ModelBuildError, Models, build_model};
 use crate::base::protocol::card::AgentCard;
 use crate::state::store::{LockError, LockMode, Store, StoreError, StoreLock};
 use crate::state::tasks::Tasks;
 use crate::state::tasks::creator::BriefRules;
 use crate::state::tasks::hops::{HopRules, InstanceId};
 use crate::state::tasks::hub::TaskHub;
-use crate::work::agents::{Registry, Roster, served_cards};
-use crate::work::context::StaticPrefix;
+use crate::work::agents::{LiveRegistry, Roster, served_cards};
+use crate::work::context::LivePrefix;
 use crate::work::engine::children::Children;
 use crate::work::engine::{
     EmbeddedEngine, Engine, EngineParts, EngineSettings, HostEffects, wake_queue,
 };
 use crate::work::plugins::{PluginError, PluginHost};
 use crate::work::skills::{Catalog, SkillError};
+use late_agents::LateAgents;
 
+mod environment;
+mod late_agents;
 mod parts;
 
-use parts::{agent_secrets, agent_tokens, child_settings, oidc_verifier};
+pub use environment::FromEnvironment;
+use parts::{child_settings, oidc_verifier};
 pub use parts::{
     discover_agents, input_limits, load_config, load_skills, model_names, offline_prompt_context,
     plugin_settings, prompt_context, render_context, static_prefix,
@@ -94,11 +99,14 @@ pub struct Runtime {
     pub models: Models,
     /// The builtin plugin and the operator's, loaded.
     pub plugins: PluginHost,
-    /// The static prefix every model call starts with, built once here.
-    pub prefix: StaticPrefix,
-    /// `self` and the remote agents whose cards passed at start-up.
-    pub registry: Arc<Registry>,
-    /// What the model knows of each registered agent, as rendered in the `agents` section.
+    /// The static prefix every model call starts with, built here, and rebuilt once for each
+    /// agent that joins the roster later.
+    pub prefix: LivePrefix,
+    /// `self` and the remote agents whose cards passed (at start-up, or later for an agent
+    /// that was unreachable then).
+    pub registry: Arc<LiveRegistry>,
+    /// What the model knows of each agent registered at start-up, as rendered in the `agents`
+    /// section.
     pub roster: Roster,
     /// The skills the model may load, read and checked at start-up.
     pub skills: Arc<Catalog>,
@@ -109,6 +117,9 @@ pub struct Runtime {
     pub credentials: Arc<Credentials>,
     /// Verifies the bearer JWTs of `[server.oidc]`, when it is configured.
     pub verifier: Option<Arc<dyn BearerVerifier>>,
+    /// Indices in `config.agents` of the agents whose card could not be fetched at start-up:
+    /// tried again while serving ([`late_agents`]).
+    unreachable: Vec<usize>,
     /// This process's hold on `store.path`, kept until the runtime is dropped (after serving
     /// has stopped and the engine with it).
     _store_lock: StoreLock,
@@ -149,11 +160,14 @@ impl Runtime {
         model: Arc<dyn Model>,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Runtime, StartError> {
-        let models = build_models(model.clone(), &config.models, |p| config.resolve(p), &env)?;
-        let credentials = Arc::new(Credentials::from_config(&config.server, &env)?);
+        // Every variable first, as `harness check` reads them: check fails where this would.
+        let FromEnvironment {
+            models,
+            credentials,
+            agent_tokens,
+            agent_secrets,
+        } = FromEnvironment::read_around(&config, model.clone(), &env)?;
         let verifier = oidc_verifier(&config).await;
-        let agent_tokens = agent_tokens(&config, &env)?;
-        let agent_secrets = agent_secrets(&config, &env)?;
         if config.model.provider.is_none() {
             tracing::warn!(
                 "no model is configured: every task will fail until one is. {}",
@@ -166,7 +180,7 @@ impl Runtime {
         let store_lock = StoreLock::acquire(&store_path, lock_mode(config.engine.kind))?;
         // Bound next: the base URL (port 0 picks one) is what children on `self` are sent to
         // and what the card says, so every part below is built knowing it.
-        let listener = bind(&config.server.bind).await?;
+        let listener = bind(&config.server).await?;
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = base_url(&config, local);
         let store = Arc::new(Store::open(&store_path)?);
@@ -176,8 +190,9 @@ impl Runtime {
             // Steps run on whichever worker takes them, on a store others write too.
             EngineKind::Temporal => TaskHub::over_shared_store(store.clone()),
         });
-        let (registry, roster) = discover_agents(&config, &base_url).await;
-        let registry = Arc::new(registry);
+        let (discovery, roster) = discover_agents(&config, &base_url).await;
+        let unreachable = LateAgents::unreachable(&discovery, &config);
+        let registry = Arc::new(LiveRegistry::new(discovery.registry));
         let skills = Arc::new(load_skills(&config)?);
         let (wake_sender, wake_receiver) = wake_queue();
         // This process in delegation chains: what its children carry and what a new task's
@@ -211,7 +226,7 @@ impl Runtime {
         ));
         let context = prompt_context(&config, &roster, &skills);
         let plugins = PluginHost::load(&plugin_settings(&config), &context, effects).await?;
-        let prefix = static_prefix(&config, &plugins, &roster, &skills);
+        let prefix = LivePrefix::new(static_prefix(&config, &plugins, &roster, &skills));
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
             turn_budget_tokens: config.context.turn_budget_tokens,
@@ -256,6 +271,7 @@ impl Runtime {
             children,
             credentials,
             verifier,
+            unreachable,
             _store_lock: store_lock,
         })
     }
@@ -307,6 +323,7 @@ impl Runtime {
             stream_keep_alive: std::time::Duration::from_secs(
                 self.config.server.stream_keep_alive_secs,
             ),
+            health: Arc::new(Health::new(self.store.clone(), self.engine.clone())),
         };
         let trusted: Vec<&str> = self.credentials.configured_ids().collect();
         if !trusted.is_empty() {
@@ -319,16 +336,38 @@ impl Runtime {
             "callers known by their tokens; anonymous callers {}",
             if state.allow_anonymous { "served" } else { "refused" }
         );
+        let store_path = self.config.resolve(&self.config.store.path);
+        let plugins_dir = plugin_settings(&self.config).dir.unwrap_or_default();
+        // Scripts and tests read the address after `listening on `: it stays first.
         tracing::info!(
-            "tiny-harness {} listening on http://{local} (base URL {base_url}); model: {}",
+            "tiny-harness {} listening on http://{local} (base URL {base_url}); store: {}; plugins folder: {}{}; model: {}",
             env!("CARGO_PKG_VERSION"),
+            store_path.display(),
+            plugins_dir.display(),
+            if plugins_dir.is_dir() {
+                ""
+            } else {
+                " (absent: builtin plugin only)"
+            },
             self.model.describe()
         );
         for (name, model) in self.models.describe_named() {
             tracing::info!("models.{name}: {model}");
         }
         let limits = ConnectionLimits::from_config(&self.config.server);
+        let stop_late = tokio_util::sync::CancellationToken::new();
+        LateAgents::new(
+            self.config.clone(),
+            base_url.clone(),
+            self.plugins.prompt().render(),
+            self.skills.clone(),
+            self.registry.clone(),
+            self.prefix.clone(),
+            self.unreachable.clone(),
+        )
+        .start(&stop_late);
         let result = serve(self.listener, router(state), limits, shutdown).await;
+        stop_late.cancel();
         self.engine.shutdown().await;
         self.children.shutdown().await;
         tracing::info!("stopped");
@@ -376,14 +415,20 @@ fn lock_mode(kind: EngineKind) -> LockMode {
     }
 }
 
-/// Binds `addr` (`server.bind`).
-async fn bind(addr: &str) -> Result<TcpListener, StartError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| StartError::Bind {
-            addr: addr.to_string(),
-            source,
-        })
+/// Binds `server.bind`, `localhost:PORT` as the loopback address the configuration's checks
+/// took it for (not whatever a resolver answers).
+async fn bind(server: &crate::base::config::ServerConfig) -> Result<TcpListener, StartError> {
+    let refused = |source| StartError::Bind {
+        addr: server.bind.clone(),
+        source,
+    };
+    let addr = server.bind_addr().ok_or_else(|| {
+        refused(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a socket address",
+        ))
+    })?;
+    TcpListener::bind(addr).await.map_err(refused)
 }
 
 /// `server.base_url`, else `http://{local}`: where other agents, and this harness's own
@@ -399,9 +444,10 @@ fn base_url(config: &Config, local: SocketAddr) -> String {
 mod tests {
     use std::path::Path;
 
+    use super::parts::{agent_secrets, agent_tokens};
     use super::*;
     use crate::state::tasks::input_limit::InputLimit;
-    use crate::work::agents::{build_roster, own_card};
+    use crate::work::agents::{Registry, build_roster, own_card};
 
     fn config(text: &str) -> Config {
         Config::parse(text, Path::new("config.toml")).unwrap()

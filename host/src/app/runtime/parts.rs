@@ -15,7 +15,7 @@ use crate::state::tasks::input_limit::{InputLimit, InputLimits};
 use crate::work::agents::client::AgentSecrets;
 use crate::work::agents::client::oauth2::{OAuth2Client, TokenSource};
 use crate::work::agents::{
-    Registry, Roster, RosterEntry, build_roster, own_card, render_agents_with_models,
+    Discovery, Registry, Roster, RosterEntry, build_roster, own_card, render_agents_with_models,
 };
 use crate::work::context::StaticPrefix;
 use crate::work::context::budget::{BYTES_PER_TOKEN, max_input_tokens, turn_budget};
@@ -27,18 +27,18 @@ use crate::work::plugins::{
 use crate::work::skills::{Catalog, SkillError};
 
 /// Fetches and checks every configured agent's card (all at once) and builds the roster the
-/// model and the plugins see; this harness (`self`) is reached at `base_url`.
-pub async fn discover_agents(config: &Config, base_url: &str) -> (Registry, Roster) {
-    let registry = Registry::discover(
+/// model and the plugins see; this harness (`self`) is reached at `base_url`. The refused
+/// agents are in the discovery: those whose card could not be fetched are tried again later.
+pub async fn discover_agents(config: &Config, base_url: &str) -> (Discovery, Roster) {
+    let discovery = Registry::discover(
         own_card(&config.card, base_url),
         base_url,
         &config.agents,
         config.roster.card_timeout(),
     )
-    .await
-    .registry;
-    let roster = build_roster(&registry, config.roster.caps());
-    (registry, roster)
+    .await;
+    let roster = build_roster(&discovery.registry, config.roster.caps());
+    (discovery, roster)
 }
 
 /// How children are created and followed, from `[limits]`, `agents` and the card.
@@ -159,8 +159,19 @@ pub fn static_prefix(
     roster: &Roster,
     skills: &Catalog,
 ) -> StaticPrefix {
+    static_prefix_from(config, &plugins.prompt().render(), roster, skills)
+}
+
+/// [`static_prefix`] from the plugins' composed system prompt, already rendered (an agent
+/// joining late rebuilds the prefix with the prompt composed at start-up).
+pub fn static_prefix_from(
+    config: &Config,
+    system_prompt: &str,
+    roster: &Roster,
+    skills: &Catalog,
+) -> StaticPrefix {
     StaticPrefix::build(
-        &plugins.prompt().render(),
+        system_prompt,
         &config.participants,
         &skills.entries(),
         &render_agents_with_models(roster, &model_names(config)),

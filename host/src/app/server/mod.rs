@@ -12,7 +12,8 @@
 //! and [`validate`] check what a request carries before any work starts; [`extensions`] shapes
 //! each answer by the extensions its request activated; [`task_errors`] turns the task
 //! service's errors into A2A errors. [`oidc`] verifies OpenID Connect bearer JWTs
-//! (`[server.oidc]`) and names the participant each proves. The protocol's types, card and envelope are
+//! (`[server.oidc]`) and names the participant each proves. [`health`] answers `/healthz` and
+//! `/readyz`, outside every per-caller limit. The protocol's types, card and envelope are
 //! [`crate::base::protocol`]; the client for other agents is [`crate::work::agents::client`].
 
 pub(crate) mod activity;
@@ -23,6 +24,7 @@ pub mod extended_card;
 pub mod extensions;
 pub mod fair_share;
 pub mod headers;
+pub mod health;
 pub mod identity;
 pub mod oidc;
 pub mod ops;

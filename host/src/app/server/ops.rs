@@ -66,6 +66,8 @@ pub struct ServerState {
     /// How often an event stream sends a keep-alive comment while its task is quiet
     /// (`server.stream_keep_alive_secs`).
     pub stream_keep_alive: std::time::Duration,
+    /// What `/readyz` checks (the store, the engine).
+    pub health: Arc<crate::app::server::health::Health>,
 }
 
 /// The state handlers share: the server state and what is derived from it once.

@@ -18,12 +18,12 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::app::server::fair_share;
 use crate::app::server::identity::{self, Identifier};
 use crate::app::server::ops::App;
 pub use crate::app::server::ops::ServerState;
 use crate::app::server::rate_limit::{self, RateLimit};
 use crate::app::server::{dispatch, rest};
+use crate::app::server::{fair_share, health};
 use crate::base::protocol::card::CARD_PATH;
 use crate::base::protocol::jsonrpc::{self, RequestId, RpcError};
 
@@ -36,6 +36,7 @@ pub const CARD_MAX_AGE_SECONDS: u32 = 300;
 /// peer addresses anonymous callers are rate-limited by.
 pub fn router(state: ServerState) -> Router {
     let max_request_bytes = state.max_request_bytes;
+    let health = state.health.clone();
     let identifier = Arc::new(Identifier::new(
         state.credentials.clone(),
         state.verifier.clone(),
@@ -92,6 +93,9 @@ pub fn router(state: ServerState) -> Router {
             identifier,
             identity::identify_request,
         ))
+        // Merged after the caller layers, which therefore do not wrap them: a prober holds
+        // no token and must not be rate-limited out of rotation (`health`).
+        .merge(health::routes(health))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
 }

@@ -13,6 +13,7 @@ mod properties;
 mod server;
 mod server_auth;
 mod skills;
+mod syntax;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -42,10 +43,12 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not valid TOML.
-    #[error("{path}: TOML syntax error: {message}")]
+    #[error("{}{}: TOML syntax error: {message}", path.display(), syntax::at(*at))]
     Syntax {
         /// The file as given on the command line.
         path: PathBuf,
+        /// The line and column (from 1, columns in characters) the parser stopped at.
+        at: Option<(usize, usize)>,
         /// The TOML parser's message.
         message: String,
     },
@@ -395,10 +398,8 @@ impl Config {
 
     /// Parses and validates configuration text; `path` is only used in messages.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
-        let deserializer = toml::Deserializer::parse(text).map_err(|err| ConfigError::Syntax {
-            path: path.to_path_buf(),
-            message: err.message().to_string(),
-        })?;
+        let deserializer =
+            toml::Deserializer::parse(text).map_err(|err| syntax::error(text, path, &err))?;
         let config: Config = serde_path_to_error::deserialize(deserializer)
             .map_err(|err| validate::from_serde_error(&err))?;
         validate::validate(&config)?;

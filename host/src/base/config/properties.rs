@@ -417,7 +417,7 @@ fn toml_ish() -> BoxedStrategy<String> {
 /// which is a known one or the unknown key itself, and its message says something.
 fn assert_names_a_setting(error: &ConfigError, known_keys_only: bool) -> Result<(), TestCaseError> {
     match error {
-        ConfigError::Syntax { path, message } => {
+        ConfigError::Syntax { path, message, .. } => {
             prop_assert!(
                 !known_keys_only,
                 "a generated document is valid TOML: {message}"

@@ -125,12 +125,17 @@ impl ServerConfig {
             .unwrap_or_else(|| self.binds_loopback())
     }
 
-    /// Whether `bind` is a loopback address (`127.0.0.0/8`, `::1`); an address that does not
-    /// parse is not.
+    /// Whether `bind` is a loopback address (`127.0.0.0/8`, `::1`, `localhost`); an address
+    /// that does not parse is not.
     pub fn binds_loopback(&self) -> bool {
-        self.bind
-            .parse::<std::net::SocketAddr>()
-            .is_ok_and(|addr| addr.ip().is_loopback())
+        self.bind_addr().is_some_and(|addr| addr.ip().is_loopback())
+    }
+
+    /// `bind` as a socket address: an IP address and port, or `localhost:PORT`, which is
+    /// `127.0.0.1:PORT`. `localhost` is not looked up: what it names is decided here, so the
+    /// loopback rule for anonymous callers and the address bound cannot disagree.
+    pub fn bind_addr(&self) -> Option<std::net::SocketAddr> {
+        parse_bind(&self.bind)
     }
 
     /// Whether callers may prove who they are with a bearer token this server issued
@@ -154,9 +159,62 @@ impl ServerConfig {
     }
 }
 
+/// `host:port` with an IP address, or `localhost:PORT` (any case) as `127.0.0.1:PORT`.
+pub fn parse_bind(bind: &str) -> Option<std::net::SocketAddr> {
+    if let Ok(addr) = bind.parse::<std::net::SocketAddr>() {
+        return Some(addr);
+    }
+    let (host, port) = bind.rsplit_once(':')?;
+    if !host.eq_ignore_ascii_case("localhost") {
+        return None;
+    }
+    let port = port.parse::<u16>().ok()?;
+    Some(std::net::SocketAddr::from((
+        std::net::Ipv4Addr::LOCALHOST,
+        port,
+    )))
+}
+
 /// Whether any way for a caller to prove who it is is configured: token callers or trusted
 /// delegators (each method of authentication the server gains is added here, and start-up's
 /// check of a network `bind` follows).
 pub fn has_caller_auth(server: &ServerConfig) -> bool {
     !server.callers.is_empty() || !server.trusted_delegators.is_empty() || server.oidc.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+    use std::path::Path;
+
+    use super::parse_bind;
+    use crate::base::config::Config;
+
+    #[test]
+    fn localhost_binds_the_ipv4_loopback_address_and_counts_as_loopback() {
+        assert_eq!(
+            parse_bind("localhost:8080"),
+            Some("127.0.0.1:8080".parse::<SocketAddr>().unwrap())
+        );
+        assert_eq!(parse_bind("LocalHost:0").map(|a| a.port()), Some(0));
+        let config = Config::parse(
+            "[server]\nbind = \"localhost:8080\"\n",
+            Path::new("config.toml"),
+        )
+        .unwrap();
+        assert!(config.server.binds_loopback());
+        assert!(config.server.anonymous_allowed(), "loopback default");
+        assert_eq!(config.server.effective_base_url(), "http://localhost:8080");
+    }
+
+    #[test]
+    fn other_host_names_are_still_refused_with_the_forms_that_work() {
+        assert_eq!(parse_bind("example.com:8080"), None);
+        assert_eq!(parse_bind("localhost"), None);
+        assert_eq!(parse_bind("localhost:http"), None);
+        assert_eq!(
+            crate::base::config::testing::error_of("[server]\nbind = \"myhost:8080\"\n"),
+            "server.bind: `myhost:8080` is not a socket address; write an IP address and a port, e.g. 127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080, or localhost:8080"
+        );
+    }
 }

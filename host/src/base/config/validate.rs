@@ -77,11 +77,11 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
 
 fn validate_server(config: &Config) -> Result<(), ConfigError> {
     let server = &config.server;
-    if server.bind.parse::<std::net::SocketAddr>().is_err() {
+    if server.bind_addr().is_none() {
         return Err(ConfigError::invalid(
             "server.bind",
             format!(
-                "`{}` is not a socket address; write it as host:port, e.g. 127.0.0.1:8080",
+                "`{}` is not a socket address; write an IP address and a port, e.g. 127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080, or localhost:8080",
                 server.bind
             ),
         ));

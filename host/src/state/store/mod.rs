@@ -235,6 +235,16 @@ impl Store {
         self.writer.write(f, committed).await
     }
 
+    /// Commits a write that touches no task (the health row): it lands only if the store takes
+    /// writes now (`/readyz`). It blocks (on the write connection, and up to SQLite's busy
+    /// timeout on another process's lock): call it off the async runtime (`spawn_blocking`).
+    pub fn probe_write(&self) -> Result<(), StoreError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs() as i64);
+        self.write(move |tx| tx.probe(now))
+    }
+
     /// Other processes write this file too (the Temporal engine's workers): a write may then
     /// wait in SQLite for another process's transaction, so no write is committed on its
     /// caller's thread any more, where that wait would hold an executor thread.

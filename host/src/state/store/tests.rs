@@ -216,7 +216,7 @@ fn a_version_1_file_opens_keeps_its_tasks_whole_and_gains_the_later_tables_and_c
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, schema::SCHEMA_VERSION);
-    assert_eq!(version, 4);
+    assert_eq!(version, 5);
     let read = store.task("old").unwrap().unwrap();
     assert_eq!(
         read, old,
@@ -231,6 +231,74 @@ fn a_version_1_file_opens_keeps_its_tasks_whole_and_gains_the_later_tables_and_c
     );
     drop(store);
     Store::open(&path).expect("a migrated file opens again unchanged");
+}
+
+/// Every table and index of a file, with each one's columns as SQLite reports them: the
+/// schema, whatever text created it.
+fn schema_of(conn: &Connection) -> Vec<String> {
+    let mut objects = conn
+        .prepare(
+            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name",
+        )
+        .unwrap();
+    let objects: Vec<(String, String)> = objects
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut schema = Vec::new();
+    for (kind, name) in objects {
+        let pragma = if kind == "table" {
+            "table_xinfo"
+        } else {
+            "index_xinfo"
+        };
+        let mut columns = conn
+            .prepare(&format!("SELECT * FROM pragma_{pragma}('{name}')"))
+            .unwrap();
+        let count = columns.column_count();
+        let rows: Vec<String> = columns
+            .query_map([], |row| {
+                Ok((0..count)
+                    .map(|i| format!("{:?}", row.get_ref(i).unwrap()))
+                    .collect::<Vec<_>>()
+                    .join(","))
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        schema.push(format!("{kind} {name}: {}", rows.join(" | ")));
+    }
+    schema
+}
+
+#[test]
+fn a_new_store_is_created_at_the_current_schema_and_matches_every_migration_applied_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let new_path = dir.path().join("new.db");
+    drop(Store::open(&new_path).unwrap());
+    let new = raw_connection(&new_path);
+    let version: i64 = new
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, schema::SCHEMA_VERSION);
+    let tasks_sql: String = new
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'tasks'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(
+        schema::CURRENT.contains(&tasks_sql),
+        "created by CURRENT, not by CREATE then ALTER: {tasks_sql}"
+    );
+
+    let migrated = Connection::open_in_memory().unwrap();
+    for sql in schema::MIGRATIONS {
+        migrated.execute_batch(sql).unwrap();
+    }
+    assert_eq!(schema_of(&new), schema_of(&migrated));
 }
 
 #[test]

@@ -119,6 +119,18 @@ impl Tx<'_> {
         queries::messages_after(self.conn, task_id, after_seq)
     }
 
+    /// Rewrites the health row with `now` (seconds since the epoch): a write that touches no
+    /// task, so that its commit landing proves the store writable (`/readyz`).
+    pub fn probe(&mut self, now: i64) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO health (id, probed_at) VALUES (1, ?1) \
+                 ON CONFLICT (id) DO UPDATE SET probed_at = excluded.probed_at",
+            )?
+            .execute(params![now])?;
+        Ok(())
+    }
+
     /// Records that the owner's message with this id created the task. Write it in the task's
     /// own transaction, so that the task never exists without it.
     pub fn record_creation(

@@ -46,6 +46,11 @@ pub trait Engine: Send + Sync {
     fn resume_open(&self) -> Result<usize, StoreError>;
     /// Stops working tasks: they stay as they are, to resume at the next start.
     async fn shutdown(&self);
+    /// Whether the engine can take work now (`/readyz`). `Err` is a short fixed reason, safe
+    /// to show anyone: never an address or an error's text (those go to the log).
+    async fn readiness(&self) -> Result<(), &'static str> {
+        Ok(())
+    }
 }
 
 /// What [`Engine::first_input`] found: the drain's entry for the message, less its sequence number.

@@ -14,8 +14,13 @@ use super::live_records::LiveRecords;
 use crate::base::protocol::types::{
     StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
+use crate::base::text::log_field::escape_capped;
 use crate::state::records::record::TaskRecord;
 use crate::state::store::{Store, StoreError, Tx};
+
+/// The most characters of a sender's id or `messageId` the line about a repeated message
+/// carries: real ids are far shorter, and both come from the caller.
+const MAX_LOGGED_ID_CHARS: usize = 128;
 
 /// The outcome of [`TaskHub::change`].
 #[derive(Debug)]
@@ -119,6 +124,7 @@ impl TaskHub {
     ) -> Result<Created<T>, StoreError> {
         let stamper = self.live.stamper();
         let live = self.live.clone();
+        let (owner, repeated) = (record.owner.clone(), message_id.clone());
         let (created, _) = self
             .store
             .write_queued_then(
@@ -145,6 +151,16 @@ impl TaskHub {
                 },
             )
             .await?;
+        if let Created::Existing(existing) = &created {
+            let field = |text: &str| escape_capped(text, MAX_LOGGED_ID_CHARS);
+            tracing::info!(
+                task = %existing,
+                sender = %field(&owner),
+                message_id = %field(&repeated),
+                "this sender's messageId already created a task: that task is returned and no \
+                 new one is created (a retry is safe; a new request needs a fresh messageId)"
+            );
+        }
         Ok(created)
     }
 

@@ -9,13 +9,15 @@
 //! agent's id, name, description and skills, [`clean()`]ed and capped; [`render_agents`] writes
 //! the roster into the static prefix's `agents` section, inside an untrusted block. Later, a
 //! sub-task names its agent by id and [`Registry::resolve`] either finds it or answers with
-//! [`UnknownAgent`], without contacting anything.
+//! [`UnknownAgent`], without contacting anything. An agent whose card could not be fetched at
+//! start-up is tried again with backoff ([`late`]) and joins the [`LiveRegistry`] once it answers.
 
 pub mod card_check;
 pub mod card_fetch;
 pub mod card_security;
 pub mod clean;
 pub mod client;
+pub mod late;
 pub mod own_card;
 pub mod own_url;
 pub mod registry;
@@ -28,6 +30,7 @@ pub use card_check::{CardProblem, check_card};
 pub use card_fetch::{CardFetcher, FetchError};
 pub use card_security::served_cards;
 pub use clean::clean;
+pub use late::{LiveRegistry, register_when_reachable};
 pub use own_card::own_card;
 pub use registry::{Discovery, Refusal, RefusedAgent, RegisteredAgent, Registry, SELF_ID};
 pub use roster::{Caps, Cut, Roster, RosterEntry, SkillSummary, build_roster};

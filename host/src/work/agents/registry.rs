@@ -179,6 +179,13 @@ impl Registry {
         std::iter::once(&self.own).chain(self.remote.values())
     }
 
+    /// This registry with `agent` added (an agent that answered after start-up, `late`).
+    pub fn with_agent(&self, agent: RegisteredAgent) -> Registry {
+        let mut registry = self.clone();
+        registry.remote.insert(agent.id.clone(), agent);
+        registry
+    }
+
     /// Adds an agent whose card is already known to pass (tests and benchmarks).
     pub fn insert_checked(&mut self, id: &str, card: AgentCard) -> Result<(), CardProblem> {
         let interface_url = check_card(&card)?;
@@ -199,7 +206,7 @@ impl Registry {
 /// without a fetch (this harness serves nothing until start-up is done, so the fetch would only
 /// time out), and so is one whose card sends its calls there, or asks for credentials that
 /// `agents[index]` does not configure.
-async fn register(
+pub(super) async fn register(
     fetcher: &CardFetcher,
     index: usize,
     agent: &AgentConfig,

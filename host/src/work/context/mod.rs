@@ -8,4 +8,4 @@ pub mod window;
 
 pub use crate::base::text::untrusted::{UNTRUSTED_PREAMBLE, neutralise, untrusted};
 pub use sections::{SkillEntry, section};
-pub use window::{HistoryItem, StaticPrefix, TurnInput, assemble, estimate_tokens};
+pub use window::{HistoryItem, LivePrefix, StaticPrefix, TurnInput, assemble, estimate_tokens};

@@ -2,9 +2,9 @@
 //! start-up, byte-identical on every turn of every task), the per-task sections in the first
 //! input message, then the history.
 
-use std::sync::Arc;
 #[cfg(any(test, feature = "test-support"))]
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 
 use crate::base::config::ParticipantConfig;
 use crate::base::model::{ChatMessage, ModelRequest, Purpose, ToolCall, ToolSpec};
@@ -69,6 +69,41 @@ impl StaticPrefix {
     /// The prefix for a request: shared, never copied per turn.
     pub fn shared(&self) -> Arc<str> {
         self.text.clone()
+    }
+}
+
+/// The static prefix the turns read, replaceable whole: rebuilt once when an agent that was
+/// unreachable at start-up joins the roster, never per turn. A turn takes the prefix as it is
+/// when the turn is assembled.
+#[derive(Debug, Clone)]
+pub struct LivePrefix(Arc<RwLock<StaticPrefix>>);
+
+impl LivePrefix {
+    /// A live prefix starting as `prefix`.
+    pub fn new(prefix: StaticPrefix) -> LivePrefix {
+        LivePrefix(Arc::new(RwLock::new(prefix)))
+    }
+
+    /// The prefix as it is now (a clone shares its text).
+    pub fn current(&self) -> StaticPrefix {
+        match self.0.read() {
+            Ok(prefix) => prefix.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Every turn assembled from now on starts with `prefix`.
+    pub fn replace(&self, prefix: StaticPrefix) {
+        match self.0.write() {
+            Ok(mut current) => *current = prefix,
+            Err(poisoned) => *poisoned.into_inner() = prefix,
+        }
+    }
+}
+
+impl From<StaticPrefix> for LivePrefix {
+    fn from(prefix: StaticPrefix) -> LivePrefix {
+        LivePrefix::new(prefix)
     }
 }
 

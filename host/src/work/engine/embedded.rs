@@ -22,7 +22,7 @@ use crate::state::store::StoreError;
 use crate::state::store::Tx;
 use crate::state::tasks::engine_port::FirstInput;
 use crate::state::tasks::hub::TaskHub;
-use crate::work::context::StaticPrefix;
+use crate::work::context::{LivePrefix, StaticPrefix};
 use crate::work::skills::Catalog;
 use crate::work::tools::ToolHost;
 
@@ -52,8 +52,9 @@ pub struct EngineParts {
     pub models: Models,
     /// What runs the model's tool calls (the plugins' tools and the host's intrinsics).
     pub tools: Arc<dyn ToolHost>,
-    /// The start of every request, computed once at start-up and shared by every task.
-    pub prefix: StaticPrefix,
+    /// The start of every request, computed at start-up and shared by every task; rebuilt once
+    /// when an agent joins the roster late.
+    pub prefix: LivePrefix,
     /// The turn loop's limits.
     pub settings: EngineSettings,
     /// What creates, follows and cancels child tasks, and the queue its followers wake parents
@@ -111,7 +112,7 @@ impl EmbeddedEngine {
             hub,
             models: models.into(),
             tools,
-            prefix,
+            prefix: prefix.into(),
             settings,
             children: None,
             skills: Arc::default(),
@@ -293,6 +294,13 @@ impl Engine for EmbeddedEngine {
 
     async fn shutdown(&self) {
         EmbeddedEngine::shutdown(self).await
+    }
+
+    async fn readiness(&self) -> Result<(), &'static str> {
+        if self.shutdown.is_cancelled() {
+            return Err("shutting down");
+        }
+        Ok(())
     }
 
     fn cancel(&self, task_id: &str) {

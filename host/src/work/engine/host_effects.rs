@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use super::children::{Children, SpawnRequest};
 use crate::state::records::extension::{Lifecycle, TaskLink};
 use crate::state::records::record::TaskRecord;
-use crate::work::agents::{Registry, SELF_ID, UnknownAgent};
+use crate::work::agents::{LiveRegistry, SELF_ID, UnknownAgent};
 use crate::work::skills::{Catalog, loading};
 use crate::work::tools::effects::{self, StepRequest};
 use crate::work::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolError};
@@ -17,7 +17,7 @@ use crate::work::tools::{ChildMessage, ChildRequest, Effect, EffectPort, ToolErr
 /// The effects a tool call may have, as this harness allows them.
 pub struct HostEffects {
     /// `None` where no registry exists (tools run outside a server): only `self` is known.
-    registry: Option<Arc<Registry>>,
+    registry: Option<Arc<LiveRegistry>>,
     /// `None` where children cannot be created (tools run outside a server).
     children: Option<Arc<Children>>,
     skills: Arc<Catalog>,
@@ -27,7 +27,7 @@ impl HostEffects {
     /// The effects of a serving harness: agent ids checked against `registry`, children created
     /// by `children`, skills from `skills`.
     pub fn new(
-        registry: Arc<Registry>,
+        registry: Arc<LiveRegistry>,
         children: Arc<Children>,
         skills: Arc<Catalog>,
     ) -> HostEffects {
@@ -105,7 +105,7 @@ impl EffectPort for HostEffects {
 
     fn resolve_agent(&self, agent: Option<&str>) -> Result<String, ToolError> {
         let resolved = match &self.registry {
-            Some(registry) => registry.resolve(agent).map(|a| a.id.clone()),
+            Some(registry) => registry.current().resolve(agent).map(|a| a.id.clone()),
             None => match agent {
                 None => Ok(SELF_ID.to_string()),
                 Some(id) if id == SELF_ID => Ok(SELF_ID.to_string()),

@@ -8,7 +8,7 @@ use super::children::Children;
 use crate::base::model::{ModelError, Models, ToolSpec};
 use crate::state::store::StoreError;
 use crate::state::tasks::hub::TaskHub;
-use crate::work::context::StaticPrefix;
+use crate::work::context::LivePrefix;
 use crate::work::skills::Catalog;
 use crate::work::tools::ToolHost;
 
@@ -39,8 +39,8 @@ pub(crate) struct Shared {
     pub models: Models,
     /// What runs the model's tool calls.
     pub tools: Arc<dyn ToolHost>,
-    /// The start of every request, computed once at start-up.
-    pub prefix: StaticPrefix,
+    /// The start of every request, computed at start-up (again once when an agent joins late).
+    pub prefix: LivePrefix,
     /// The tool definitions, sorted by name, as sent on every turn.
     pub tool_specs: Arc<[ToolSpec]>,
     /// The turn loop's limits.

@@ -73,8 +73,8 @@ impl Children {
         if let Some(client) = lock(&self.clients).get(agent) {
             return Ok(client.clone());
         }
-        let registered = self
-            .registry
+        let registry = self.registry.current();
+        let registered = registry
             .resolve(Some(agent))
             .map_err(|unknown| ToolError::new(unknown.code(), unknown.message()))?;
         let url = if agent == SELF_ID {
@@ -113,7 +113,8 @@ impl Children {
         agent: &str,
         mut client: A2aClient,
     ) -> Result<A2aClient, ToolError> {
-        let Ok(registered) = self.registry.resolve(Some(agent)) else {
+        let registry = self.registry.current();
+        let Ok(registered) = registry.resolve(Some(agent)) else {
             return Ok(client);
         };
         let auth = registered.auth();

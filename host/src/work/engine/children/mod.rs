@@ -29,8 +29,8 @@ use crate::state::records::record::TaskRecord;
 use crate::state::store::StoreError;
 use crate::state::tasks::hops::HopRules;
 use crate::state::tasks::hub::TaskHub;
-use crate::work::agents::Registry;
 use crate::work::agents::client::{A2aClient, AgentSecrets};
+use crate::work::agents::{LiveRegistry, Registry};
 use crate::work::tools::brief::ChildBrief;
 
 pub use spawn::depth_of;
@@ -107,7 +107,8 @@ pub struct SpawnRequest<'a> {
 /// Creates, follows and cancels every child task of this harness.
 pub struct Children {
     hub: Arc<TaskHub>,
-    registry: Arc<Registry>,
+    /// The agents children may be sent to; agents that answer after start-up join it.
+    registry: Arc<LiveRegistry>,
     settings: ChildSettings,
     /// Where this harness is reached: its base URL, known once it listens (`server.bind` may
     /// name port 0, so the runtime binds first).
@@ -132,7 +133,7 @@ impl Children {
     /// through `wakes`.
     pub fn new(
         hub: Arc<TaskHub>,
-        registry: Arc<Registry>,
+        registry: Arc<LiveRegistry>,
         settings: ChildSettings,
         own_url: &str,
         wakes: WakeSender,
@@ -155,9 +156,9 @@ impl Children {
         }
     }
 
-    /// The agents children may be sent to.
-    pub fn registry(&self) -> &Registry {
-        &self.registry
+    /// The agents children may be sent to, as registered now.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.current()
     }
 
     /// Starts the stand-in follower of a child, unless one runs already.

@@ -29,8 +29,8 @@ impl Children {
     /// budget sets a share of what it has free aside for the child (`budget::reservation`),
     /// kept on the row; a child on this harness is given it as its own budget.
     pub async fn spawn(&self, request: SpawnRequest<'_>) -> Result<TaskLink, ToolError> {
-        let agent = self
-            .registry
+        let registry = self.registry.current();
+        let agent = registry
             .resolve(request.agent)
             .map_err(|unknown| ToolError::new(unknown.code(), unknown.message()))?;
         let depth = depth_of(self.hub.store(), request.parent);

@@ -42,6 +42,9 @@ pub use workflow::{CHILDREN_RECHECK, STEPS_PER_RUN, TaskInput, TaskWorkflow, WOR
 const WORKFLOW_TASK_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long to wait for the server when the harness starts.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long `/readyz` waits for a TCP connection to the server: a load balancer's probe
+/// times out within a few seconds, and a server that takes longer is not serving anyway.
+const READINESS_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where the Temporal server is and which queue this harness works: `[engine.temporal]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +89,8 @@ pub struct TemporalEngine {
     workflows: Workflows,
     shared: Arc<Shared>,
     worker: worker::WorkerThread,
+    /// `engine.temporal.address`, which `/readyz` checks is reachable.
+    address: String,
 }
 
 /// Starting, waking and canceling tasks' workflows: the client side of the engine.
@@ -117,6 +122,7 @@ impl TemporalEngine {
             workflows,
             shared,
             worker,
+            address: settings.address.clone(),
         }))
     }
 }
@@ -223,6 +229,24 @@ impl Engine for TemporalEngine {
 
     async fn shutdown(&self) {
         self.worker.stop().await;
+    }
+
+    async fn readiness(&self) -> Result<(), &'static str> {
+        if !self.worker.is_running() {
+            return Err("the Temporal worker has stopped");
+        }
+        let connect = tokio::net::TcpStream::connect(self.address.as_str());
+        match tokio::time::timeout(READINESS_CONNECT_TIMEOUT, connect).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(err)) => {
+                tracing::warn!(address = %self.address, "the Temporal server is unreachable: {err}");
+                Err("the Temporal server is unreachable")
+            }
+            Err(_) => {
+                tracing::warn!(address = %self.address, "the Temporal server did not answer in time");
+                Err("the Temporal server is unreachable")
+            }
+        }
     }
 }
 

@@ -66,6 +66,14 @@ impl WorkerThread {
         }
     }
 
+    /// Whether the worker's thread still runs: not stopped, not ended on its own.
+    pub fn is_running(&self) -> bool {
+        match lock(&self.ended).as_mut() {
+            Some(ended) => matches!(ended.try_recv(), Err(oneshot::error::TryRecvError::Empty)),
+            None => false,
+        }
+    }
+
     /// Stops polling, lets in-flight steps go on for a moment, then cancels them, and waits for
     /// the worker's thread to end (without blocking the caller's runtime).
     pub async fn stop(&self) {

@@ -70,7 +70,7 @@ fn assemble_request(shared: &Shared, record: &TaskRecord, replay: &Replay) -> Mo
     };
     let settings = &shared.settings;
     assemble(
-        &shared.prefix,
+        &shared.prefix.current(),
         &shared.tool_specs,
         settings.max_output_tokens,
         &input,
