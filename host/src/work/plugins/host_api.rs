@@ -156,7 +156,7 @@ impl types::Host for StoreData {}
 
 impl host::Host for StoreData {
     async fn log(&mut self, level: Level, message: String) {
-        self.log.write(level, &message);
+        super::guest_output::lock(&self.log).write(level, &message);
     }
 
     async fn attach_plan(&mut self, steps: Vec<StepInput>) -> Result<Vec<String>, WitToolError> {

@@ -11,6 +11,7 @@ use super::bindings::types::{PluginInfo, PromptContext, SectionEdit, ToolDefinit
 use super::bindings::{HarnessPlugin, HarnessPluginPre};
 use super::cache::{CacheOutcome, CompileCache};
 use super::errors::{PluginError, describe_failure};
+use super::grants::Grant;
 use super::plugin_log::{CallLog, LogRate};
 use super::sandbox::{CallLimits, StoreData, store};
 use crate::base::text::log_field::escape;
@@ -26,12 +27,17 @@ pub struct LoadedPlugin {
     pub cache: CacheOutcome,
     /// How much it has logged lately, all its calls together.
     pub log_rate: Arc<LogRate>,
+    /// What it may reach during a tool call (`[plugins.grants.<name>]`); `None`: nothing.
+    pub grant: Option<Arc<Grant>>,
 }
 
 /// The linker every plugin is instantiated with: WASI p2 (nothing granted) and the host API.
 pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<StoreData>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    // Linked for every plugin so one built with an HTTP client loads; a plugin without an
+    // `http` grant has every request refused (`outbound`).
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     HarnessPlugin::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut linker, |data| data)?;
     Ok(linker)
 }
@@ -45,6 +51,7 @@ pub async fn load(
     bytes: &[u8],
     limits: CallLimits,
     ctx: &PromptContext,
+    grant: Option<Arc<Grant>>,
 ) -> Result<Arc<LoadedPlugin>, PluginError> {
     let started = Instant::now();
     let load_error = |reason: String| PluginError::Load {
@@ -56,7 +63,7 @@ pub async fn load(
         .map_err(|err| load_error(format!("not a valid component: {err:#}")))?;
     let instance_pre = linker.instantiate_pre(&component).map_err(|err| {
         load_error(format!(
-            "it needs imports this harness does not give (only WASI with nothing granted and tiny-harness:plugin/host): {err:#}"
+            "it needs imports this harness does not give (only WASI, wasi:http and tiny-harness:plugin/host): {err:#}"
         ))
     })?;
     let pre = HarnessPluginPre::new(instance_pre).map_err(|err| {
@@ -66,7 +73,14 @@ pub async fn load(
     })?;
 
     let log_rate = Arc::new(LogRate::default());
-    let mut store = store(engine, CallLog::new(file, log_rate.clone()), limits, None);
+    // The start-up calls get no grant: a plugin reaches the network only in a tool call.
+    let mut store = store(
+        engine,
+        CallLog::new(file, log_rate.clone()),
+        limits,
+        None,
+        None,
+    );
     let call = |function: &str, err: wasmtime::Error, store: &wasmtime::Store<StoreData>| {
         PluginError::Call {
             file: file.to_string(),
@@ -109,5 +123,6 @@ pub async fn load(
         tools,
         cache: outcome,
         log_rate,
+        grant,
     }))
 }
