@@ -384,3 +384,48 @@ async fn a_plugins_standard_error_and_output_are_its_escaped_log_lines() {
         "escaped: {text}"
     );
 }
+
+#[tokio::test]
+async fn a_rust_plugin_reads_the_settings_of_its_grant_typed_as_written() {
+    let host =
+        load_granted("config = { units = \"metric\", retries = 3, ratio = 0.5, verbose = true }")
+            .await;
+    let seen = call(&host, "fetch_config", "").await.result.unwrap();
+    assert_eq!(
+        seen,
+        "ratio = number 0.5\nretries = integer 3\nunits = text metric\nverbose = flag true\nnot-set missing: true"
+    );
+    let bare = load(BTreeMap::new()).await.unwrap();
+    assert_eq!(
+        call(&bare, "fetch_config", "").await.result.unwrap(),
+        "\nnot-set missing: true",
+        "a plugin without a grant has no settings"
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_built_against_the_0_1_0_contract_still_loads_and_answers() {
+    let legacy = std::fs::read(fixtures::wasm("legacy")).unwrap();
+    let imports_old = legacy
+        .windows(b"tiny-harness:plugin/host@0.1.0".len())
+        .any(|w| w == b"tiny-harness:plugin/host@0.1.0");
+    assert!(imports_old, "the fixture is built against 0.1.0");
+
+    let dir = fixtures::folder(&[("legacy", "legacy.wasm"), ("fetch", "fetch.wasm")]);
+    let settings = PluginSettings {
+        dir: Some(dir.path().to_path_buf()),
+        dir_required: true,
+        ..PluginSettings::default()
+    };
+    let host = PluginHost::load(
+        &settings,
+        &offline_prompt_context(&Config::default()),
+        Arc::new(tiny_harness::work::engine::HostEffects::offline()),
+    )
+    .await
+    .unwrap();
+    let files: Vec<String> = host.summaries().into_iter().map(|p| p.file).collect();
+    assert_eq!(files, ["builtin", "fetch.wasm", "legacy.wasm"]);
+    let answer = call(&host, "legacy_echo", "x").await.result.unwrap();
+    assert_eq!(answer, "legacy: {\"url\":\"x\"}");
+}

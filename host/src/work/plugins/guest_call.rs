@@ -69,10 +69,7 @@ impl GuestCall {
         let host_wait = store.data().host_wait.clone();
         let run = async {
             let instance = plugin.pre.instantiate_async(&mut store).await?;
-            instance
-                .tiny_harness_plugin_plugin()
-                .call_invoke(&mut store, &tool, &arguments)
-                .await
+            instance.call_invoke(&mut store, &tool, &arguments).await
         };
         let outcome = within_deadline(limits.deadline + CALL_GRACE, &host_wait, run).await;
         let result = match outcome {

@@ -339,6 +339,25 @@ impl host::Host for StoreData {
         Ok(body)
     }
 
+    async fn config(&mut self, key: String) -> Option<host::Setting> {
+        let value = self.grant.as_ref()?.config.get(&key)?;
+        Some(match value {
+            toml::Value::String(text) => host::Setting::Text(text.clone()),
+            toml::Value::Integer(n) => host::Setting::Integer(*n),
+            toml::Value::Float(x) => host::Setting::Number(*x),
+            toml::Value::Boolean(b) => host::Setting::Flag(*b),
+            // Refused by the configuration's checks (`plugins.grants.<name>.config`).
+            _ => return None,
+        })
+    }
+
+    async fn config_keys(&mut self) -> Vec<String> {
+        self.grant
+            .as_ref()
+            .map(|g| g.config.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     async fn unload_skill(&mut self, name: String) -> Result<(), WitToolError> {
         let call = self.in_call()?;
         let effect = call

@@ -8,12 +8,13 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::types::{PluginInfo, PromptContext, SectionEdit, ToolDefinition};
-use super::bindings::{HarnessPlugin, HarnessPluginPre};
+use super::bindings::{HarnessPlugin, v0_1};
 use super::cache::{CacheOutcome, CompileCache};
 use super::errors::{PluginError, describe_failure};
 use super::grants::Grant;
 use super::plugin_log::{CallLog, LogRate};
 use super::sandbox::{CallLimits, StoreData, store};
+use super::versions::PluginPre;
 use crate::base::text::log_field::escape;
 
 /// A plugin ready to be called.
@@ -21,7 +22,7 @@ pub struct LoadedPlugin {
     /// The file name (`builtin` for the embedded one): how errors and logs name the plugin.
     pub file: String,
     pub info: PluginInfo,
-    pub pre: HarnessPluginPre<StoreData>,
+    pub pre: PluginPre,
     pub sections: Vec<SectionEdit>,
     pub tools: Vec<ToolDefinition>,
     pub cache: CacheOutcome,
@@ -39,6 +40,8 @@ pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<StoreData>> {
     // `http` grant has every request refused (`outbound`).
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     HarnessPlugin::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut linker, |data| data)?;
+    // Plugins built against 0.1.0 import its `host` under its own name.
+    v0_1::HarnessPlugin::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut linker, |data| data)?;
     Ok(linker)
 }
 
@@ -66,20 +69,16 @@ pub async fn load(
             "it needs imports this harness does not give (only WASI, wasi:http and tiny-harness:plugin/host): {err:#}"
         ))
     })?;
-    let pre = HarnessPluginPre::new(instance_pre).map_err(|err| {
-        load_error(format!(
-            "it does not export tiny-harness:plugin/plugin@0.1.0: {err:#}"
-        ))
-    })?;
+    let pre = PluginPre::new(instance_pre).map_err(load_error)?;
 
     let log_rate = Arc::new(LogRate::default());
-    // The start-up calls get no grant: a plugin reaches the network only in a tool call.
+    // The start-up calls read the plugin's settings but reach no network (`sandbox::store`).
     let mut store = store(
         engine,
         CallLog::new(file, log_rate.clone()),
         limits,
         None,
-        None,
+        grant.clone(),
     );
     let call = |function: &str, err: wasmtime::Error, store: &wasmtime::Store<StoreData>| {
         PluginError::Call {
@@ -92,7 +91,7 @@ pub async fn load(
         Ok(instance) => instance,
         Err(err) => return Err(call("instantiate", err, &store)),
     };
-    let guest = instance.tiny_harness_plugin_plugin();
+    let guest = &instance;
     let info = match guest.call_info(&mut store).await {
         Ok(info) => info,
         Err(err) => return Err(call("info", err, &store)),
@@ -109,6 +108,7 @@ pub async fn load(
         plugin = %escape(file),
         name = %escape(&info.name),
         version = %escape(&info.version),
+        contract = pre.version(),
         sections = sections.len(),
         tools = tools.len(),
         cache = ?outcome,

@@ -15,12 +15,14 @@ mod grants;
 mod guest_call;
 mod guest_output;
 mod host_api;
+mod host_api_v0_1;
 mod loader;
 mod outbound;
 mod plugin_log;
 mod sandbox;
 mod threads;
 mod toolbox;
+mod versions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -131,6 +131,8 @@ pub struct StoreData {
     pub call: Option<CallState>,
     /// Host network time during the call, excluded from its deadline.
     pub host_wait: HostWait,
+    /// The plugin's grant, for its settings (`config`); `None`: it has none.
+    pub grant: Option<Arc<Grant>>,
     http: WasiHttpCtx,
     /// Sends the guest's HTTP requests, within its grant.
     outbound: Outbound,
@@ -285,7 +287,8 @@ pub fn store(
 ) -> Store<StoreData> {
     let outbound = Outbound {
         plugin: log.plugin().to_string(),
-        grant,
+        // The network only in a tool call: start-up (`info`, `sections`, `tools`) reaches none.
+        grant: grant.clone().filter(|_| call.is_some()),
         deadline: tokio::time::Instant::now() + limits.deadline,
     };
     let log: SharedLog = Arc::new(Mutex::new(log));
@@ -302,6 +305,7 @@ pub fn store(
         log,
         call,
         host_wait: HostWait::default(),
+        grant,
         http: WasiHttpCtx::new(),
         outbound,
     };
