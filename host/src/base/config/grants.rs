@@ -313,6 +313,23 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_grant_in_the_file_names_its_dotted_setting() {
+        let parse = |text: &str| {
+            crate::base::config::Config::parse(text, std::path::Path::new("config.toml"))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            parse("[plugins.grants.weather]\nhttp = [\"api.example.com\"]\n"),
+            "plugins.grants.weather.http[0]: \"api.example.com\" is not host:port (the port is required)"
+        );
+        assert!(
+            parse("[plugins.grants.weather]\nhtp = []\n").starts_with("plugins.grants.weather"),
+            "an unknown key names its table"
+        );
+    }
+
+    #[test]
     fn a_nested_config_value_is_refused() {
         let grant: PluginGrant = toml::from_str("config = { deep = { a = 1 } }").unwrap();
         let grants = BTreeMap::from([("weather".to_string(), grant)]);

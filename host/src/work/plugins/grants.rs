@@ -8,11 +8,18 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use http::{HeaderName, HeaderValue};
 
-use super::errors::PluginError;
 use crate::base::config::{HostMatch, HostPattern, PluginGrant};
 
 /// What replaces a secret in a response before the guest sees it.
 pub const SECRET_MASK: &str = "[secret]";
+
+/// A grant that cannot be honoured: the dotted setting and why (`PluginError::Grant` at
+/// start-up).
+#[derive(Debug)]
+pub struct GrantError {
+    pub setting: String,
+    pub reason: String,
+}
 
 /// What one plugin may reach, resolved at start-up.
 #[derive(Default)]
@@ -53,8 +60,8 @@ impl Grant {
         name: &str,
         grant: &PluginGrant,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Grant, PluginError> {
-        let invalid = |setting: String, reason: String| PluginError::Grant { setting, reason };
+    ) -> Result<Grant, GrantError> {
+        let invalid = |setting: String, reason: String| GrantError { setting, reason };
         let mut http = Vec::with_capacity(grant.http.len());
         for (i, text) in grant.http.iter().enumerate() {
             let pattern = HostPattern::parse(text)

@@ -47,8 +47,7 @@ pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<StoreData>> {
 
 /// Compiles, links and interrogates one plugin.
 pub async fn load(
-    engine: &Engine,
-    linker: &Linker<StoreData>,
+    (engine, linker): &(Engine, Linker<StoreData>),
     cache: &CompileCache,
     file: &str,
     bytes: &[u8],

@@ -168,30 +168,18 @@ impl PluginHost {
             let limits = settings.limits;
             let grant = grants.remove(file.as_str());
             let plugin = if !sandbox::copies_image(bytes.len()) {
-                loader::load(
-                    &mapping.0, &mapping.1, &cache, file, bytes, limits, ctx, grant,
-                )
-                .await?
+                loader::load(&mapping, &cache, file, bytes, limits, ctx, grant).await?
             } else {
-                let loaded = loader::load(
-                    &copying.0,
-                    &copying.1,
-                    &cache,
-                    file,
-                    bytes,
-                    limits,
-                    ctx,
-                    grant.clone(),
-                );
+                let loaded =
+                    loader::load(&copying, &cache, file, bytes, limits, ctx, grant.clone());
                 match loaded.await {
                     Ok(plugin) => plugin,
                     // More instances, memories or tables than a pool slot holds (see
                     // `sandbox::POOL_CORE_INSTANCES_PER_COMPONENT`): it runs on the mapping
                     // engine, which has no such bound. Any other failure fails there too.
                     Err(PluginError::Call { function, .. }) if function == "instantiate" => {
-                        let on_mapping = loader::load(
-                            &mapping.0, &mapping.1, &cache, file, bytes, limits, ctx, grant,
-                        );
+                        let on_mapping =
+                            loader::load(&mapping, &cache, file, bytes, limits, ctx, grant);
                         on_mapping.await?
                     }
                     Err(err) => return Err(err),
@@ -280,7 +268,10 @@ fn resolve_grants(
                     ),
                 }
             })?;
-        let grant = Grant::resolve(name, grant, &env)?;
+        let grant = Grant::resolve(name, grant, &env).map_err(|err| PluginError::Grant {
+            setting: err.setting,
+            reason: err.reason,
+        })?;
         resolved.insert(file.clone(), Arc::new(grant));
     }
     Ok(resolved)

@@ -75,7 +75,7 @@ impl WasiHttpHooks for Outbound {
                     ))
                 }
                 Err(Refusal::Refused(error, why)) => {
-                    tracing::warn!(plugin = %plugin, host = %escape(&target.authority()), "plugin http request refused: {why}");
+                    tracing::warn!(plugin = %plugin, host = %escape(&target.authority()), "plugin http request refused: {}", escape(&why));
                     Err(error)
                 }
                 Err(Refusal::Failed(error, why)) => {
