@@ -2,11 +2,14 @@
 //! (`fixtures/fetch`) calling over wasi:http a server it is granted by address and refused one
 //! it is not, a name that resolves to loopback refused, a redirect to an ungranted host refused
 //! when the guest follows it, a secret injected for its host and masked in what the guest sees,
-//! a response over the cap refused, and a plugin's standard error in the log.
+//! a response over the cap refused, and a plugin's standard error in the log; settings read by a
+//! Rust plugin; a plugin built against contract 0.1.0 loading beside 0.2.0 ones; and
+//! `harness plugins` listing the grants.
 
 mod support {
     pub mod captured_logs;
     pub mod fixtures;
+    pub mod harness_process;
 }
 
 use std::collections::BTreeMap;
@@ -428,4 +431,59 @@ async fn a_plugin_built_against_the_0_1_0_contract_still_loads_and_answers() {
     assert_eq!(files, ["builtin", "fetch.wasm", "legacy.wasm"]);
     let answer = call(&host, "legacy_echo", "x").await.result.unwrap();
     assert_eq!(answer, "legacy: {\"url\":\"x\"}");
+}
+
+/// `harness plugins` with a plugins folder holding the fetch fixture and `grants` (TOML), the
+/// secret's variable set in the harness's environment: its exit status, stdout and stderr.
+fn harness_plugins(grants: &str) -> (bool, String, String) {
+    let dir = fixtures::folder(&[("fetch", "fetch.wasm")]);
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[plugins]\ndir = \".\"\ncache_dir = \"cache\"\n{grants}"),
+    )
+    .unwrap();
+    let output = std::process::Command::new(support::harness_process::HARNESS)
+        .args(["plugins", "--config"])
+        .arg(&config)
+        .env("FETCH_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn harness_plugins_lists_each_plugins_grants_and_never_a_secret() {
+    let (ok, out, err) = harness_plugins(
+        "[plugins.grants.fetch]\nhttp = [\"api.example.com:443\", \"127.0.0.1:8080\"]\n\
+         config = { units = \"metric\" }\n\
+         [[plugins.grants.fetch.secrets]]\nenv = \"FETCH_TOKEN\"\nhost = \"api.example.com:443\"\n",
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(
+            "  grants:   http api.example.com:443, 127.0.0.1:8080\n            config units\n            secret $FETCH_TOKEN as authorization to api.example.com:443\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("builtin — builtin 0.1.0\n") && out.contains("  grants:   (none)\n"),
+        "{out}"
+    );
+    assert!(!out.contains(TOKEN) && !err.contains(TOKEN), "{out}{err}");
+}
+
+#[test]
+fn harness_plugins_refuses_a_grant_for_a_plugin_that_is_not_there() {
+    let (ok, _, err) =
+        harness_plugins("[plugins.grants.wether]\nhttp = [\"api.example.com:443\"]\n");
+    assert!(!ok);
+    assert!(
+        err.contains("plugins.grants.wether: no plugin file wether.wasm is loaded; plugins: fetch"),
+        "{err}"
+    );
 }

@@ -1,6 +1,7 @@
 //! The sandbox every plugin call runs in: a shared wasmtime engine with epoch interruption, a
-//! fresh store per call holding exactly what the guest may reach (an empty WASI context, the
-//! in-flight call's state, its capped log), a memory cap and a CPU deadline.
+//! fresh store per call holding exactly what the guest may reach (an empty WASI context whose
+//! standard streams are its log, wasi:http through its grant, the in-flight call's state, its
+//! capped log), a memory cap and a CPU deadline.
 //!
 //! How it is fast: a component of at most `COPY_INIT_MAX_BYTES` (2 MiB) has its memory image
 //! copied at each call into memory, tables and stack taken from a pooling allocator with a slot
