@@ -76,7 +76,14 @@ impl Server {
                 "/echo-auth",
                 get(move |headers: HeaderMap| async move {
                     let auth = r2(&headers).unwrap_or_default();
-                    ([("x-echo", auth.clone())], format!("you sent: {auth}"))
+                    let encoding = headers
+                        .get(header::ACCEPT_ENCODING)
+                        .map(|v| v.to_str().unwrap().to_string())
+                        .unwrap_or_default();
+                    (
+                        [("x-echo", auth.clone()), ("x-accept-encoding", encoding)],
+                        format!("you sent: {auth}"),
+                    )
                 }),
             )
             .route(
@@ -287,6 +294,10 @@ async fn a_secret_is_injected_for_its_host_and_masked_in_what_the_guest_sees() {
     assert!(
         seen.contains(&format!("x-echo: Bearer {SECRET_MASK}")),
         "{seen}"
+    );
+    assert!(
+        seen.contains("x-accept-encoding: identity"),
+        "a request carrying a secret asks for an uncompressed answer: {seen}"
     );
     assert!(
         seen.ends_with(&format!("you sent: Bearer {SECRET_MASK}")),
