@@ -271,6 +271,18 @@ pub async fn plugin_list(config: &Config) -> Result<String, StartError> {
         };
         let _ = writeln!(out, "  sections: {}", list(&plugin.sections));
         let _ = writeln!(out, "  tools:    {}", list(&plugin.tools));
+        // Granted hosts, setting names and secrets by variable: never a value.
+        match plugin.grants.as_slice() {
+            [] => {
+                let _ = writeln!(out, "  grants:   (none)");
+            }
+            [first, rest @ ..] => {
+                let _ = writeln!(out, "  grants:   {first}");
+                for line in rest {
+                    let _ = writeln!(out, "            {line}");
+                }
+            }
+        }
     }
     Ok(out)
 }

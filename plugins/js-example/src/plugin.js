@@ -6,7 +6,7 @@
 // throwing the error record, a plain `{ code, message }` object (err); a thrown `Error` traps,
 // which the harness reports as `[plugin.failed]`.
 
-import { log } from 'tiny-harness:plugin/host@0.1.0';
+import { log } from 'tiny-harness:plugin/host@0.2.0';
 
 const SLUGIFY = 'slugify';
 

@@ -10,6 +10,16 @@
 //! tiny_harness_plugin_sdk::export!(Hello with_types_in tiny_harness_plugin_sdk);
 //! ```
 //!
+//! Settings the operator grants the plugin (`[plugins.grants.<name>] config`) are read with
+//! `host::config("key")`, which returns a [`Setting`] (text, integer, number or flag):
+//!
+//! ```ignore
+//! let units = match tiny_harness_plugin_sdk::host::config("units") {
+//!     Some(tiny_harness_plugin_sdk::Setting::Text(units)) => units,
+//!     _ => "metric".to_string(),
+//! };
+//! ```
+//!
 //! Build with `cargo build --release --target wasm32-wasip2`: the `.wasm` it writes is a
 //! component the harness loads from its plugins folder.
 
@@ -22,6 +32,9 @@ wit_bindgen::generate!({
 
 pub use exports::tiny_harness::plugin::plugin::Guest;
 pub use tiny_harness::plugin::host;
+/// A setting the operator gave the plugin, read with [`host::config`] (and listed by
+/// [`host::config_keys`]): `[plugins.grants.<name>] config` in the harness's configuration.
+pub use tiny_harness::plugin::host::Setting;
 pub use tiny_harness::plugin::types::{
     AgentEntry, EditKind, Participant, PluginInfo, PromptContext, SectionEdit, SkillEntry,
     SkillSummary, ToolDefinition, ToolError,

@@ -251,6 +251,8 @@ pub fn plugin_settings(config: &Config) -> PluginSettings {
         },
         threads: plugins.threads,
         max_concurrent_calls: plugins.max_concurrent_calls,
+        grants: plugins.grants.clone(),
+        ..PluginSettings::default()
     }
 }
 

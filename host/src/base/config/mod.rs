@@ -7,6 +7,7 @@ pub mod card;
 mod card_extended;
 mod defaults;
 mod engine;
+pub mod grants;
 pub mod oidc;
 #[cfg(test)]
 mod properties;
@@ -25,6 +26,7 @@ pub use agent_auth::OAuth2Config;
 pub use card::{CardConfig, CardSkillConfig, ExtendedCardConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
+pub use grants::{HostMatch, HostPattern, PluginGrant, SecretGrant};
 pub use oidc::OidcConfig;
 pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
 pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
@@ -314,6 +316,10 @@ pub struct PluginsConfig {
     /// plugins may hold together (`max_concurrent_calls` × `memory_mb`).
     #[serde(default = "defaults::plugin_max_concurrent_calls")]
     pub max_concurrent_calls: usize,
+    /// `[plugins.grants.<plugin>]`: hosts, settings and secrets each plugin may use, by the
+    /// plugin's file name without `.wasm`. A plugin not listed gets none.
+    #[serde(default)]
+    pub grants: BTreeMap<String, PluginGrant>,
 }
 
 impl Default for PluginsConfig {
@@ -325,6 +331,7 @@ impl Default for PluginsConfig {
             cache_dir: defaults::plugin_cache_dir(),
             threads: defaults::plugin_threads(),
             max_concurrent_calls: defaults::plugin_max_concurrent_calls(),
+            grants: BTreeMap::new(),
         }
     }
 }
@@ -407,6 +414,7 @@ impl Config {
             agent_auth::validate_agent_auth(index, agent)?;
         }
         server_auth::validate(&config.server)?;
+        grants::validate_grants(&config.plugins.grants)?;
         oidc::validate_oidc(config.server.oidc.as_ref())?;
         card_extended::validate_extended_card(&config.card, &config.server)?;
         Ok(config)

@@ -57,6 +57,15 @@ pub enum PluginError {
         /// The file system's reason.
         reason: String,
     },
+    /// A grant (`[plugins.grants.<name>]`) cannot be honoured: it names no loaded plugin, or a
+    /// secret's environment variable is not set.
+    #[error("{setting}: {reason}")]
+    Grant {
+        /// The dotted setting at fault.
+        setting: String,
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
     /// The WebAssembly engine, its cache or its threads could not be set up.
     #[error("cannot start the plugin engine: {0}")]
     Engine(String),

@@ -59,14 +59,17 @@ impl GuestCall {
         } = self;
         let log = CallLog::new(&plugin.file, plugin.log_rate.clone());
         // The engine the plugin was compiled for (see `sandbox::Engines`).
-        let mut store = store(plugin.pre.engine(), log, limits, Some(state));
+        let mut store = store(
+            plugin.pre.engine(),
+            log,
+            limits,
+            Some(state),
+            plugin.grant.clone(),
+        );
         let host_wait = store.data().host_wait.clone();
         let run = async {
             let instance = plugin.pre.instantiate_async(&mut store).await?;
-            instance
-                .tiny_harness_plugin_plugin()
-                .call_invoke(&mut store, &tool, &arguments)
-                .await
+            instance.call_invoke(&mut store, &tool, &arguments).await
         };
         let outcome = within_deadline(limits.deadline + CALL_GRACE, &host_wait, run).await;
         let result = match outcome {

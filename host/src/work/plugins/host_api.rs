@@ -156,7 +156,7 @@ impl types::Host for StoreData {}
 
 impl host::Host for StoreData {
     async fn log(&mut self, level: Level, message: String) {
-        self.log.write(level, &message);
+        super::guest_output::lock(&self.log).write(level, &message);
     }
 
     async fn attach_plan(&mut self, steps: Vec<StepInput>) -> Result<Vec<String>, WitToolError> {
@@ -337,6 +337,25 @@ impl host::Host for StoreData {
             .map_err(to_wit)?;
         call.effects.extend(effect);
         Ok(body)
+    }
+
+    async fn config(&mut self, key: String) -> Option<host::Setting> {
+        let value = self.grant.as_ref()?.config.get(&key)?;
+        Some(match value {
+            toml::Value::String(text) => host::Setting::Text(text.clone()),
+            toml::Value::Integer(n) => host::Setting::Integer(*n),
+            toml::Value::Float(x) => host::Setting::Number(*x),
+            toml::Value::Boolean(b) => host::Setting::Flag(*b),
+            // Refused by the configuration's checks (`plugins.grants.<name>.config`).
+            _ => return None,
+        })
+    }
+
+    async fn config_keys(&mut self) -> Vec<String> {
+        self.grant
+            .as_ref()
+            .map(|g| g.config.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     async fn unload_skill(&mut self, name: String) -> Result<(), WitToolError> {

@@ -8,11 +8,13 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::bindings::types::{PluginInfo, PromptContext, SectionEdit, ToolDefinition};
-use super::bindings::{HarnessPlugin, HarnessPluginPre};
+use super::bindings::{HarnessPlugin, v0_1};
 use super::cache::{CacheOutcome, CompileCache};
 use super::errors::{PluginError, describe_failure};
+use super::grants::Grant;
 use super::plugin_log::{CallLog, LogRate};
 use super::sandbox::{CallLimits, StoreData, store};
+use super::versions::PluginPre;
 use crate::base::text::log_field::escape;
 
 /// The first 8 bytes of a core WebAssembly module (magic, version 1), what a build for
@@ -32,31 +34,38 @@ pub struct LoadedPlugin {
     /// The file name (`builtin` for the embedded one): how errors and logs name the plugin.
     pub file: String,
     pub info: PluginInfo,
-    pub pre: HarnessPluginPre<StoreData>,
+    pub pre: PluginPre,
     pub sections: Vec<SectionEdit>,
     pub tools: Vec<ToolDefinition>,
     pub cache: CacheOutcome,
     /// How much it has logged lately, all its calls together.
     pub log_rate: Arc<LogRate>,
+    /// What it may reach during a tool call (`[plugins.grants.<name>]`); `None`: nothing.
+    pub grant: Option<Arc<Grant>>,
 }
 
 /// The linker every plugin is instantiated with: WASI p2 (nothing granted) and the host API.
 pub fn linker(engine: &Engine) -> wasmtime::Result<Linker<StoreData>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    // Linked for every plugin so one built with an HTTP client loads; a plugin without an
+    // `http` grant has every request refused (`outbound`).
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
     HarnessPlugin::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut linker, |data| data)?;
+    // Plugins built against 0.1.0 import its `host` under its own name.
+    v0_1::HarnessPlugin::add_to_linker::<StoreData, HasSelf<StoreData>>(&mut linker, |data| data)?;
     Ok(linker)
 }
 
 /// Compiles, links and interrogates one plugin.
 pub async fn load(
-    engine: &Engine,
-    linker: &Linker<StoreData>,
+    (engine, linker): &(Engine, Linker<StoreData>),
     cache: &CompileCache,
     file: &str,
     bytes: &[u8],
     limits: CallLimits,
     ctx: &PromptContext,
+    grant: Option<Arc<Grant>>,
 ) -> Result<Arc<LoadedPlugin>, PluginError> {
     let started = Instant::now();
     let load_error = |reason: String| PluginError::Load {
@@ -71,17 +80,20 @@ pub async fn load(
         .map_err(|err| load_error(format!("not a valid component: {err:#}")))?;
     let instance_pre = linker.instantiate_pre(&component).map_err(|err| {
         load_error(format!(
-            "it needs imports this harness does not give (only WASI with nothing granted and tiny-harness:plugin/host): {err:#}"
+            "it needs imports this harness does not give (only WASI, wasi:http and tiny-harness:plugin/host): {err:#}"
         ))
     })?;
-    let pre = HarnessPluginPre::new(instance_pre).map_err(|err| {
-        load_error(format!(
-            "it does not export tiny-harness:plugin/plugin@0.1.0: {err:#}"
-        ))
-    })?;
+    let pre = PluginPre::new(instance_pre).map_err(load_error)?;
 
     let log_rate = Arc::new(LogRate::default());
-    let mut store = store(engine, CallLog::new(file, log_rate.clone()), limits, None);
+    // The start-up calls read the plugin's settings but reach no network (`sandbox::store`).
+    let mut store = store(
+        engine,
+        CallLog::new(file, log_rate.clone()),
+        limits,
+        None,
+        grant.clone(),
+    );
     let call = |function: &str, err: wasmtime::Error, store: &wasmtime::Store<StoreData>| {
         PluginError::Call {
             file: file.to_string(),
@@ -93,7 +105,7 @@ pub async fn load(
         Ok(instance) => instance,
         Err(err) => return Err(call("instantiate", err, &store)),
     };
-    let guest = instance.tiny_harness_plugin_plugin();
+    let guest = &instance;
     let info = match guest.call_info(&mut store).await {
         Ok(info) => info,
         Err(err) => return Err(call("info", err, &store)),
@@ -110,6 +122,7 @@ pub async fn load(
         plugin = %escape(file),
         name = %escape(&info.name),
         version = %escape(&info.version),
+        contract = pre.version(),
         sections = sections.len(),
         tools = tools.len(),
         cache = ?outcome,
@@ -124,5 +137,6 @@ pub async fn load(
         tools,
         cache: outcome,
         log_rate,
+        grant,
     }))
 }

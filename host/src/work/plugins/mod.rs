@@ -11,14 +11,20 @@ mod cache;
 mod call_state;
 mod compose;
 mod errors;
+mod grants;
 mod guest_call;
+mod guest_output;
 mod host_api;
+mod host_api_v0_1;
 mod loader;
+mod outbound;
 mod plugin_log;
 mod sandbox;
 mod threads;
 mod toolbox;
+mod versions;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,14 +36,18 @@ pub use bindings::types::{
 pub use cache::CacheOutcome;
 pub use compose::{MAX_PROMPT_CHARS, MAX_SECTION_CHARS, Prompt, PromptError};
 pub use errors::PluginError;
+pub use grants::SECRET_MASK;
+pub use outbound::MAX_RESPONSE_BYTES;
 pub use plugin_log::{MAX_LOG_BYTES_PER_CALL, MAX_LOG_LINES_PER_CALL, MAX_LOG_LINES_PER_SECOND};
 pub use sandbox::{COPY_INIT_MAX_BYTES, CallLimits};
 pub use threads::THREAD_NAME_PREFIX;
 pub use toolbox::Toolbox;
 
+use crate::base::config::PluginGrant;
 use crate::base::text::log_field::escape_capped;
 use crate::work::tools::EffectPort;
 use cache::CompileCache;
+use grants::Grant;
 use loader::LoadedPlugin;
 use threads::PluginThreads;
 
@@ -67,6 +77,15 @@ pub struct PluginSettings {
     pub threads: usize,
     /// Tool calls inside plugins at once (`plugins.max_concurrent_calls`).
     pub max_concurrent_calls: usize,
+    /// What each plugin may reach, by file name without `.wasm` (`plugins.grants`).
+    pub grants: BTreeMap<String, PluginGrant>,
+    /// Where the grants' secrets are read from: the process environment, or a test's own.
+    pub secrets_from: fn(&str) -> Option<String>,
+}
+
+/// Reads a secret from the process environment.
+fn environment(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 impl Default for PluginSettings {
@@ -81,6 +100,8 @@ impl Default for PluginSettings {
             },
             threads: 2,
             max_concurrent_calls: 16,
+            grants: BTreeMap::new(),
+            secrets_from: environment,
         }
     }
 }
@@ -100,6 +121,9 @@ pub struct PluginSummary {
     pub tools: Vec<String>,
     /// Whether its compiled component came from the cache.
     pub cache: CacheOutcome,
+    /// What it was granted (`http …`, `config …`, `secret $ENV as header to host`), never a
+    /// secret's or a setting's value.
+    pub grants: Vec<String>,
 }
 
 /// Every loaded plugin, the composed prompt and the tools.
@@ -138,20 +162,25 @@ impl PluginHost {
         if let Some(dir) = &settings.dir {
             sources.extend(read_folder(dir, settings.dir_required)?);
         }
+        let mut grants = resolve_grants(settings, &sources)?;
         let mut plugins = Vec::with_capacity(sources.len());
         for (file, bytes) in &sources {
             let limits = settings.limits;
+            let grant = grants.remove(file.as_str());
             let plugin = if !sandbox::copies_image(bytes.len()) {
-                loader::load(&mapping.0, &mapping.1, &cache, file, bytes, limits, ctx).await?
+                loader::load(&mapping, &cache, file, bytes, limits, ctx, grant).await?
             } else {
-                match loader::load(&copying.0, &copying.1, &cache, file, bytes, limits, ctx).await {
+                let loaded =
+                    loader::load(&copying, &cache, file, bytes, limits, ctx, grant.clone());
+                match loaded.await {
                     Ok(plugin) => plugin,
                     // More instances, memories or tables than a pool slot holds (see
                     // `sandbox::POOL_CORE_INSTANCES_PER_COMPONENT`): it runs on the mapping
                     // engine, which has no such bound. Any other failure fails there too.
                     Err(PluginError::Call { function, .. }) if function == "instantiate" => {
-                        loader::load(&mapping.0, &mapping.1, &cache, file, bytes, limits, ctx)
-                            .await?
+                        let on_mapping =
+                            loader::load(&mapping, &cache, file, bytes, limits, ctx, grant);
+                        on_mapping.await?
                     }
                     Err(err) => return Err(err),
                 }
@@ -202,9 +231,50 @@ impl PluginHost {
                     .collect(),
                 tools: p.tools.iter().map(|t| t.name.clone()).collect(),
                 cache: p.cache,
+                grants: p.grant.as_ref().map(|g| g.describe()).unwrap_or_default(),
             })
             .collect()
     }
+}
+
+/// Each granted plugin's grant, by file name, its secrets read from the environment. A grant
+/// naming no plugin in the folder stops start-up: denied by default, a misspelt name would
+/// otherwise leave the plugin without what its operator meant to give it, silently.
+fn resolve_grants(
+    settings: &PluginSettings,
+    sources: &[(String, Vec<u8>)],
+) -> Result<BTreeMap<String, Arc<Grant>>, PluginError> {
+    let env = |name: &str| (settings.secrets_from)(name);
+    let mut resolved = BTreeMap::new();
+    for (name, grant) in &settings.grants {
+        let file = sources
+            .iter()
+            .map(|(file, _)| file)
+            .find(|file| file.strip_suffix(".wasm") == Some(name.as_str()))
+            .ok_or_else(|| {
+                let names: Vec<&str> = sources
+                    .iter()
+                    .filter_map(|(file, _)| file.strip_suffix(".wasm"))
+                    .collect();
+                PluginError::Grant {
+                    setting: format!("plugins.grants.{name}"),
+                    reason: format!(
+                        "no plugin file {name}.wasm is loaded; plugins: {}",
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                }
+            })?;
+        let grant = Grant::resolve(name, grant, &env).map_err(|err| PluginError::Grant {
+            setting: err.setting,
+            reason: err.reason,
+        })?;
+        resolved.insert(file.clone(), Arc::new(grant));
+    }
+    Ok(resolved)
 }
 
 fn edit_kind(kind: bindings::types::EditKind) -> &'static str {

@@ -1,6 +1,7 @@
 //! The sandbox every plugin call runs in: a shared wasmtime engine with epoch interruption, a
-//! fresh store per call holding exactly what the guest may reach (an empty WASI context, the
-//! in-flight call's state, its capped log), a memory cap and a CPU deadline.
+//! fresh store per call holding exactly what the guest may reach (an empty WASI context whose
+//! standard streams are its log, wasi:http through its grant, the in-flight call's state, its
+//! capped log), a memory cap and a CPU deadline.
 //!
 //! How it is fast: a component of at most `COPY_INIT_MAX_BYTES` (2 MiB) has its memory image
 //! copied at each call into memory, tables and stack taken from a pooling allocator with a slot
@@ -16,8 +17,12 @@ use wasmtime::{
     UpdateDeadline,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::call_state::CallState;
+use super::grants::Grant;
+use super::guest_output::{GuestOutput, SharedLog};
+use super::outbound::Outbound;
 use super::plugin_log::CallLog;
 
 /// How often the epoch advances. A guest is checked against its deadline, and yields to the
@@ -121,12 +126,27 @@ pub struct StoreData {
     wasi: WasiCtx,
     table: ResourceTable,
     pub limiter: Limiter,
-    /// Where the guest's `log` calls go, capped; it names the plugin.
-    pub log: CallLog,
+    /// Where the guest's `log` calls and standard streams go, capped; it names the plugin.
+    pub log: SharedLog,
     /// The task effects of an `invoke`; `None` at start-up.
     pub call: Option<CallState>,
     /// Host network time during the call, excluded from its deadline.
     pub host_wait: HostWait,
+    /// The plugin's grant, for its settings (`config`); `None`: it has none.
+    pub grant: Option<Arc<Grant>>,
+    http: WasiHttpCtx,
+    /// Sends the guest's HTTP requests, within its grant.
+    outbound: Outbound,
+}
+
+impl WasiHttpView for StoreData {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.outbound,
+        }
+    }
 }
 
 impl WasiView for StoreData {
@@ -254,7 +274,9 @@ fn engine(pool: Option<PoolSize>) -> wasmtime::Result<Engine> {
 }
 
 /// A fresh store for one call. WASI is the default context: no files, no environment, no
-/// arguments, sockets refused, standard streams discarded. The deadline counts from now, less the
+/// arguments, sockets refused; standard output and error go to the log as the plugin's lines
+/// (`guest_output`). HTTP goes only where `grant` lets it
+/// (`None`: nowhere). The deadline counts from now, less the
 /// time spent in the host's network work; past it the guest traps at its next epoch check, and
 /// until then it yields every tick so one busy plugin never holds a plugin thread from the others.
 pub fn store(
@@ -262,9 +284,20 @@ pub fn store(
     log: CallLog,
     limits: CallLimits,
     call: Option<CallState>,
+    grant: Option<Arc<Grant>>,
 ) -> Store<StoreData> {
+    let outbound = Outbound {
+        plugin: log.plugin().to_string(),
+        // The network only in a tool call: start-up (`info`, `sections`, `tools`) reaches none.
+        grant: grant.clone().filter(|_| call.is_some()),
+        deadline: tokio::time::Instant::now() + limits.deadline,
+    };
+    let log: SharedLog = Arc::new(Mutex::new(log));
     let data = StoreData {
-        wasi: WasiCtx::builder().build(),
+        wasi: WasiCtx::builder()
+            .stdout(GuestOutput::stdout(log.clone()))
+            .stderr(GuestOutput::stderr(log.clone()))
+            .build(),
         table: ResourceTable::new(),
         limiter: Limiter {
             memory_bytes: limits.memory_bytes,
@@ -273,6 +306,9 @@ pub fn store(
         log,
         call,
         host_wait: HostWait::default(),
+        grant,
+        http: WasiHttpCtx::new(),
+        outbound,
     };
     let mut store = Store::new(engine, data);
     store.limiter(|data| &mut data.limiter);
