@@ -7,6 +7,7 @@ pub mod card;
 mod card_extended;
 mod defaults;
 mod engine;
+mod mcp;
 pub mod oidc;
 #[cfg(test)]
 mod properties;
@@ -24,6 +25,10 @@ pub use agent_auth::OAuth2Config;
 pub use card::{CardConfig, CardSkillConfig, ExtendedCardConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
+pub use mcp::{
+    DEFAULT_MCP_TIMEOUT_SECS, MAX_MCP_NAME_CHARS, MAX_MCP_SERVERS, MAX_MCP_TIMEOUT_SECS,
+    McpServerConfig,
+};
 pub use oidc::OidcConfig;
 pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
 pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
@@ -113,6 +118,9 @@ pub struct Config {
     /// Which engine works the tasks: embedded (default) or Temporal.
     #[serde(default)]
     pub engine: EngineConfig,
+    /// `[[mcp]]`: MCP tool servers whose tools join the plugins' tools.
+    #[serde(default)]
+    pub mcp: Vec<McpServerConfig>,
     /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -408,6 +416,7 @@ impl Config {
         server_auth::validate(&config.server)?;
         oidc::validate_oidc(config.server.oidc.as_ref())?;
         card_extended::validate_extended_card(&config.card, &config.server)?;
+        mcp::validate_mcp(&config.mcp)?;
         Ok(config)
     }
 
