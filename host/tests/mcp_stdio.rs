@@ -122,7 +122,7 @@ async fn a_call_past_its_deadline_is_cancelled_and_the_task_goes_on() {
     );
     // The server was told: MCP cancellation reached the tool, which noted it.
     until("the server noted the cancellation", || {
-        notes(dir.path(), "cancelled") == ["slow 60"]
+        notes(dir.path(), "cancelled") == ["slow 60.0"]
     })
     .await;
 }
@@ -224,4 +224,46 @@ fn second_call(name: &str, args: serde_json::Value) -> ModelReply {
     let mut reply = tool_reply(name, args);
     reply.tool_calls[0].id = format!("call-{name}-2");
     reply
+}
+
+/// A load run, not a check of behaviour: the time of one call of a no-op tool over stdio through
+/// the tool port (validation, JSON-RPC over the pipes, both SDKs, the result text), sequential.
+/// Run with `--ignored --nocapture`; `cargo bench --bench mcp` measures the same in a release
+/// build.
+#[tokio::test]
+#[ignore]
+async fn load_run_prints_the_time_of_one_stdio_call_of_a_no_op_tool() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let h = runtime(
+        dir.path(),
+        &stdio_entry("fx", &python, dir.path(), ""),
+        PlayModel::new(vec![]),
+    )
+    .await;
+    let mcp = h.tools.mcp();
+    for _ in 0..50 {
+        assert_eq!(
+            mcp.invoke("mcp__fx__echo", r#"{"text":"x"}"#)
+                .await
+                .result
+                .as_deref(),
+            Ok("x")
+        );
+    }
+    let mut times = Vec::new();
+    for _ in 0..500 {
+        let started = std::time::Instant::now();
+        let outcome = mcp.invoke("mcp__fx__echo", r#"{"text":"x"}"#).await;
+        times.push(started.elapsed());
+        assert_eq!(outcome.result.as_deref(), Ok("x"));
+    }
+    times.sort();
+    let mean = times.iter().sum::<std::time::Duration>() / times.len() as u32;
+    eprintln!(
+        "one stdio MCP call of a no-op tool, 500 calls: mean {:?}, p50 {:?}, p99 {:?}",
+        mean,
+        times[times.len() / 2],
+        times[times.len() * 99 / 100]
+    );
 }

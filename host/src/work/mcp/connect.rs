@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use rmcp::model::ProtocolVersion;
+use rmcp::ClientHandler;
+use rmcp::model::{ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -16,9 +17,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use crate::base::config::McpServerConfig;
 use crate::base::text::log_field::escape_capped;
 
-/// How long connecting (starting the program, the handshake and listing its tools) may take
-/// before the server counts as unreachable: a server that does not answer in this time at
-/// start-up would hold up the whole harness.
+/// How long one attempt at connecting (starting the program and the handshake) may take before
+/// it counts as failed: a server that does not answer in this time at start-up would hold up the
+/// whole harness. There are two attempts at most (see [`connect`]).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// The longest line of a server's stderr the log keeps: enough for a traceback line.
 pub const MAX_STDERR_LINE_CHARS: usize = 2_000;
@@ -27,7 +28,22 @@ pub const MAX_STDERR_LINE_CHARS: usize = 2_000;
 pub const MAX_STDERR_LINES_PER_MINUTE: u32 = 600;
 
 /// A connected server: the rmcp client session, which owns the child process (if any).
-pub type Client = RunningService<RoleClient, ()>;
+pub type Client = RunningService<RoleClient, Harness>;
+
+/// This harness as an MCP client: it answers nothing the server may ask (no sampling, no roots,
+/// no elicitation) and names the revision its `initialize` proposes.
+pub struct Harness {
+    version: ProtocolVersion,
+}
+
+impl ClientHandler for Harness {
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.protocol_version = self.version.clone();
+        info.client_info = Implementation::new("tiny-harness", env!("CARGO_PKG_VERSION"));
+        info
+    }
+}
 
 /// What connecting needs beyond the entry: where relative paths resolve, and the environment the
 /// header values are read from.
@@ -39,27 +55,49 @@ pub struct ConnectContext {
     pub headers: HashMap<String, String>,
 }
 
-/// The lifecycle offered to every server: the stateless 2026-07-28 revision when the server
-/// offers `server/discover`, else the `initialize` handshake at 2025-11-25 (the server may answer
-/// with an older revision it speaks, which rmcp accepts when it knows it).
-fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
-    }
-}
-
-/// Connects to `server` (the entry `mcp[index]`), within [`CONNECT_TIMEOUT`]. The error says why,
-/// in the operator's words; it never holds a header value.
+/// Connects to `server` (the entry `mcp[index]`) at the newest protocol revision both sides
+/// speak: the stateless 2026-07-28 revision (`server/discover`) first; when that fails, a fresh
+/// connection (a new process, for `command`) with the `initialize` handshake at 2025-11-25, which
+/// the server may answer with an older revision rmcp knows. Each attempt is bounded by
+/// [`CONNECT_TIMEOUT`]. (rmcp's own fallback on one connection gives up discovery after 10 s,
+/// too short for a Python server starting on a busy machine, and then trips over the late
+/// answer.) The error says why, in the operator's words; it never holds a header value.
 pub async fn connect(
     index: usize,
     server: &McpServerConfig,
     context: &ConnectContext,
 ) -> Result<Client, String> {
+    let modern = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let discovered = match attempt(index, server, context, modern).await {
+        Ok(client) => return Ok(client),
+        Err(err) => err,
+    };
+    attempt(index, server, context, ClientLifecycleMode::Initialize)
+        .await
+        .map_err(|err| format!("{err} (after server/discover: {discovered})"))
+}
+
+/// The client for `lifecycle`: `initialize` proposes 2025-11-25, the newest revision that has it.
+fn client(lifecycle: &ClientLifecycleMode) -> Harness {
+    let version = match lifecycle {
+        ClientLifecycleMode::Initialize => ProtocolVersion::V_2025_11_25,
+        _ => ProtocolVersion::V_2026_07_28,
+    };
+    Harness { version }
+}
+
+async fn attempt(
+    index: usize,
+    server: &McpServerConfig,
+    context: &ConnectContext,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Client, String> {
     let connecting = async {
         match (&server.command, &server.url) {
-            (Some(command), _) => connect_stdio(index, server, command, context).await,
-            (None, Some(url)) => connect_http(url, context).await,
+            (Some(command), _) => connect_stdio(index, server, command, context, lifecycle).await,
+            (None, Some(url)) => connect_http(url, context, lifecycle).await,
             (None, None) => Err("neither `command` nor `url` is set".to_string()),
         }
     };
@@ -77,6 +115,7 @@ async fn connect_stdio(
     server: &McpServerConfig,
     command: &[String],
     context: &ConnectContext,
+    lifecycle: ClientLifecycleMode,
 ) -> Result<Client, String> {
     let Some((program, args)) = command.split_first() else {
         return Err("`command` is empty".to_string());
@@ -93,12 +132,17 @@ async fn connect_stdio(
     if let Some(stderr) = stderr {
         tokio::spawn(log_stderr(index, server.name.clone(), stderr));
     }
-    ().serve_with_lifecycle(transport, lifecycle())
+    client(&lifecycle)
+        .serve_with_lifecycle(transport, lifecycle)
         .await
         .map_err(|err| format!("the MCP handshake with `{program}` failed: {err}"))
 }
 
-async fn connect_http(url: &str, context: &ConnectContext) -> Result<Client, String> {
+async fn connect_http(
+    url: &str,
+    context: &ConnectContext,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Client, String> {
     install_tls_provider();
     let mut headers = HashMap::new();
     for (name, value) in &context.headers {
@@ -110,7 +154,8 @@ async fn connect_http(url: &str, context: &ConnectContext) -> Result<Client, Str
     }
     let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
     let transport = StreamableHttpClientTransport::from_config(config);
-    ().serve_with_lifecycle(transport, lifecycle())
+    client(&lifecycle)
+        .serve_with_lifecycle(transport, lifecycle)
         .await
         .map_err(|err| format!("the MCP handshake with {url} failed: {err}"))
 }

@@ -61,22 +61,34 @@ pub fn unavailable(tool: &str, server: &str) -> ToolOutcome {
 }
 
 /// The result's blocks in order, one per paragraph (text as it is, other kinds named), then its
-/// structured content as JSON unless a text block already holds that same JSON (servers are
-/// asked to send both).
+/// structured content as JSON unless the text already says it (servers are asked to send both).
 fn text_of(result: &CallToolResult) -> String {
     let mut parts: Vec<String> = result.content.iter().map(block_text).collect();
-    if let Some(structured) = &result.structured_content {
-        let repeated = result.content.iter().any(|block| {
-            block
-                .as_text()
-                .and_then(|t| serde_json::from_str::<Value>(&t.text).ok())
-                .is_some_and(|value| &value == structured)
-        });
-        if !repeated {
-            parts.push(structured.to_string());
-        }
+    if let Some(structured) = &result.structured_content
+        && !said_by_text(structured, &result.content)
+    {
+        parts.push(structured.to_string());
     }
     parts.join("\n")
+}
+
+/// Whether a text block holds `structured`: the same JSON, or, for an object of one field (as
+/// SDKs wrap a plain return value: `{"result": 3}`), that field's value.
+fn said_by_text(structured: &Value, content: &[ContentBlock]) -> bool {
+    let wrapped = structured
+        .as_object()
+        .filter(|object| object.len() == 1)
+        .and_then(|object| object.values().next());
+    content
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .any(|text| {
+            let parsed = serde_json::from_str::<Value>(&text.text).ok();
+            parsed.as_ref() == Some(structured)
+                || wrapped.is_some_and(|value| {
+                    parsed.as_ref() == Some(value) || value.as_str() == Some(text.text.as_str())
+                })
+        })
 }
 
 fn block_text(block: &ContentBlock) -> String {
@@ -158,5 +170,11 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(text(&outcome("t", "s", Ok(only))), "three\n{\"n\":3}");
+        let wrapped: CallToolResult = serde_json::from_value(serde_json::json!({
+            "content": [{"type": "text", "text": "hi"}],
+            "structuredContent": {"result": "hi"}
+        }))
+        .unwrap();
+        assert_eq!(text(&outcome("t", "s", Ok(wrapped))), "hi");
     }
 }
