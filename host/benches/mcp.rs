@@ -10,7 +10,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use tiny_harness::base::config::Config;
 use tiny_harness::work::mcp::McpTools;
 
-fn benches(c: &mut Criterion) {
+fn mcp_call(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let python = root.join("../interop/python/.venv-mcp/bin/python");
     if !python.exists() {
@@ -42,5 +42,5 @@ fn benches(c: &mut Criterion) {
     drop(tools);
 }
 
-criterion_group!(benches, benches);
+criterion_group!(benches, mcp_call);
 criterion_main!(benches);
