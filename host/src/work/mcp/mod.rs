@@ -233,6 +233,7 @@ impl McpTools {
             let (schema, validator) =
                 check_tool(&name, &description, &parameters).map_err(|reason| escape(&reason))?;
             if self.entries.contains_key(&name) {
+                // Possible across servers: `a` with `b__c` and `a__b` with `c`.
                 return Err(format!("tool `{name}` is offered twice"));
             }
             self.specs.push(ToolSpec {
@@ -394,6 +395,34 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.contains("is not a tool name"), "{err}");
+    }
+
+    #[test]
+    fn two_servers_whose_names_make_one_tool_name_are_refused() {
+        let first = {
+            let text = "[[mcp]]\nname = \"a\"\ncommand = [\"x\"]\n";
+            Config::parse(text, Path::new("config.toml"))
+                .unwrap()
+                .mcp
+                .remove(0)
+        };
+        let second = {
+            let text = "[[mcp]]\nname = \"a__b\"\ncommand = [\"x\"]\n";
+            Config::parse(text, Path::new("config.toml"))
+                .unwrap()
+                .mcp
+                .remove(0)
+        };
+        let mut tools = McpTools::default();
+        let server = Arc::new(Server::new(0, &first));
+        tools
+            .add_tools(&server, &first, vec![tool("b__c", "", object())])
+            .unwrap();
+        let server = Arc::new(Server::new(1, &second));
+        let err = tools
+            .add_tools(&server, &second, vec![tool("c", "", object())])
+            .unwrap_err();
+        assert_eq!(err, "tool `mcp__a__b__c` is offered twice");
     }
 
     #[test]
