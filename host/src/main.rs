@@ -132,6 +132,7 @@ fn main() -> ExitCode {
                     StartError::Config(_)
                         | StartError::Model(_)
                         | StartError::Plugin(_)
+                        | StartError::Mcp(_)
                         | StartError::Skill(_)
                         | StartError::StoreInUse(_)
                 )

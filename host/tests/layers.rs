@@ -29,6 +29,7 @@ const LAYERS: &[&[&str]] = &[
     &["work::agents"],
     &["work::skills"],
     &["work::plugins"],
+    &["work::mcp"],
     &["work::engine"],
     &["app::server"],
     &["app::runtime"],

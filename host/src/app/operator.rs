@@ -6,11 +6,15 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use crate::app::runtime::{
-    FromEnvironment, StartError, load_skills, plugin_settings, prompt_context, render_context,
+    FromEnvironment, StartError, connect_tools, load_skills, plugin_settings, prompt_context,
+    render_context,
 };
 use crate::base::config::Config;
+use crate::base::model::{build_model, build_models};
+use crate::base::text::log_field::escape;
 use crate::work::agents::{Discovery, Registry, Roster, build_roster, own_card};
 use crate::work::engine::HostEffects;
+use crate::work::mcp::Tools;
 use crate::work::plugins::PluginHost;
 use crate::work::skills::Catalog;
 
@@ -28,15 +32,40 @@ async fn discover(config: &Config) -> (Discovery, Roster) {
     (discovery, roster)
 }
 
+/// The plugins, and every tool beside theirs: the `[[mcp]]` servers are connected and their
+/// tools listed, as `serve` would.
 async fn plugins(
     config: &Config,
     roster: &Roster,
     skills: &Catalog,
-) -> Result<PluginHost, StartError> {
+) -> Result<(PluginHost, Arc<Tools>), StartError> {
     let context = prompt_context(config, roster, skills);
     // Nothing is served here: the tools are listed, never called with a task.
     let effects = Arc::new(HostEffects::offline());
-    Ok(PluginHost::load(&plugin_settings(config), &context, effects).await?)
+    let host = PluginHost::load(&plugin_settings(config), &context, effects).await?;
+    let tools = connect_tools(config, &host, &|name| std::env::var(name).ok()).await?;
+    Ok((host, tools))
+}
+
+/// Each MCP server: how it is reached, whether it answered, and its tools as the model sees them.
+fn write_mcp(out: &mut String, tools: &Tools) {
+    for server in tools.mcp().summaries() {
+        let state = match (&server.connected, &server.protocol) {
+            (true, Some(protocol)) => format!("connected (MCP {protocol})"),
+            (true, None) => "connected".to_string(),
+            (false, _) => "NOT REACHED (optional: its tools answer [tool.unavailable])".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "mcp:           {} ({}): {state}, {} tools",
+            server.name,
+            escape(&server.transport),
+            server.tools.len()
+        );
+        for tool in &server.tools {
+            let _ = writeln!(out, "  tool:        {tool}");
+        }
+    }
 }
 
 /// `harness check`: the configuration, the model, the plugins, the skills, and which agents
@@ -61,7 +90,7 @@ pub async fn check_with_env(
     let model = models.default_model();
     let (discovery, roster) = discover(config).await;
     let skills = load_skills(config)?;
-    let host = plugins(config, &roster, &skills).await?;
+    let (host, tools) = plugins(config, &roster, &skills).await?;
     let source = config
         .source
         .as_ref()
@@ -136,6 +165,7 @@ pub async fn check_with_env(
             plugin.tools.len()
         );
     }
+    write_mcp(&mut out, &tools);
     if skills.is_empty() {
         let _ = writeln!(out, "skills:        (none)");
     }
@@ -258,7 +288,7 @@ pub async fn probe_with_env(
 /// `harness plugins`: each loaded plugin with the sections and tools it contributes.
 pub async fn plugin_list(config: &Config) -> Result<String, StartError> {
     let (_, roster) = discover(config).await;
-    let host = plugins(config, &roster, &load_skills(config)?).await?;
+    let (host, tools) = plugins(config, &roster, &load_skills(config)?).await?;
     let mut out = String::new();
     for plugin in host.summaries() {
         let _ = writeln!(out, "{} — {} {}", plugin.file, plugin.name, plugin.version);
@@ -284,6 +314,25 @@ pub async fn plugin_list(config: &Config) -> Result<String, StartError> {
             }
         }
     }
+    for server in tools.mcp().summaries() {
+        let state = if server.connected {
+            ""
+        } else {
+            " (not reached)"
+        };
+        let _ = writeln!(
+            out,
+            "mcp {} — {}{state}",
+            server.name,
+            escape(&server.transport)
+        );
+        let tools = if server.tools.is_empty() {
+            "(none)".to_string()
+        } else {
+            server.tools.join(", ")
+        };
+        let _ = writeln!(out, "  tools:    {tools}");
+    }
     Ok(out)
 }
 
@@ -292,7 +341,7 @@ pub async fn plugin_list(config: &Config) -> Result<String, StartError> {
 pub async fn context(config: &Config) -> Result<String, StartError> {
     let (_, roster) = discover(config).await;
     let skills = load_skills(config)?;
-    let host = plugins(config, &roster, &skills).await?;
-    render_context(config, &host, &roster, &skills)
+    let (host, tools) = plugins(config, &roster, &skills).await?;
+    render_context(config, &host, &tools, &roster, &skills)
         .map_err(|err| StartError::Serve(std::io::Error::other(err.to_string())))
 }

@@ -13,4 +13,6 @@ pub mod skills;
 
 pub mod plugins;
 
+pub mod mcp;
+
 pub mod engine;

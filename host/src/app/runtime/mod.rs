@@ -37,8 +37,8 @@ mod parts;
 pub use environment::FromEnvironment;
 use parts::{child_settings, oidc_verifier};
 pub use parts::{
-    discover_agents, input_limits, load_config, load_skills, model_names, offline_prompt_context,
-    plugin_settings, prompt_context, render_context, static_prefix,
+    connect_tools, discover_agents, input_limits, load_config, load_skills, model_names,
+    offline_prompt_context, plugin_settings, prompt_context, render_context, static_prefix,
 };
 
 /// Why the harness could not start.
@@ -59,6 +59,9 @@ pub enum StartError {
     #[error(transparent)]
     /// A plugin could not be loaded.
     Plugin(#[from] PluginError),
+    #[error(transparent)]
+    /// A required `[[mcp]]` server could not be reached, or its tools cannot be offered.
+    Mcp(#[from] crate::work::mcp::McpError),
     #[error(transparent)]
     /// A skill could not be read.
     Skill(#[from] SkillError),
@@ -99,6 +102,8 @@ pub struct Runtime {
     pub models: Models,
     /// The builtin plugin and the operator's, loaded.
     pub plugins: PluginHost,
+    /// The tools the model may call: the plugins' and the `[[mcp]]` servers'.
+    pub tools: Arc<crate::work::mcp::Tools>,
     /// The static prefix every model call starts with, built here, and rebuilt once for each
     /// agent that joins the roster later.
     pub prefix: LivePrefix,
@@ -226,6 +231,7 @@ impl Runtime {
         ));
         let context = prompt_context(&config, &roster, &skills);
         let plugins = PluginHost::load(&plugin_settings(&config), &context, effects).await?;
+        let tools = connect_tools(&config, &plugins, &env).await?;
         let prefix = LivePrefix::new(static_prefix(&config, &plugins, &roster, &skills));
         let settings = EngineSettings {
             max_turns: config.limits.max_turns,
@@ -238,7 +244,7 @@ impl Runtime {
         let parts = EngineParts {
             hub: hub.clone(),
             models: models.clone(),
-            tools: plugins.toolbox(),
+            tools: tools.clone(),
             prefix: prefix.clone(),
             settings,
             children: Some((children.clone(), wake_receiver)),
@@ -264,6 +270,7 @@ impl Runtime {
             model,
             models,
             plugins,
+            tools,
             prefix,
             registry,
             roster,

@@ -20,6 +20,7 @@ use crate::work::agents::{
 use crate::work::context::StaticPrefix;
 use crate::work::context::budget::{BYTES_PER_TOKEN, max_input_tokens, turn_budget};
 use crate::work::engine::children::ChildSettings;
+use crate::work::mcp::{McpError, McpTools, Tools};
 use crate::work::plugins::{
     AgentEntry, CallLimits, PluginHost, PluginParticipant, PluginSettings, PluginSkill,
     PromptContext, SkillSummary,
@@ -218,6 +219,7 @@ pub fn load_skills(config: &Config) -> Result<Catalog, SkillError> {
 pub fn render_context(
     config: &Config,
     plugins: &PluginHost,
+    tools: &Tools,
     roster: &Roster,
     skills: &Catalog,
 ) -> Result<String, serde_json::Error> {
@@ -227,11 +229,22 @@ pub fn render_context(
     out.push_str("=== static prefix (instructions) ===\n");
     out.push_str(prefix.as_str());
     out.push_str("\n\n=== tools ===\n");
-    for tool in plugins.toolbox().definitions() {
+    for tool in tools.definitions() {
         out.push_str(&serde_json::to_string_pretty(&tool)?);
         out.push('\n');
     }
     Ok(out)
+}
+
+/// Connects to the `[[mcp]]` servers and puts their tools beside the plugins' (headers read with
+/// `env`). A required server that cannot be reached stops start-up naming its entry.
+pub async fn connect_tools(
+    config: &Config,
+    plugins: &PluginHost,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<Tools>, McpError> {
+    let mcp = McpTools::connect(&config.mcp, |path| config.resolve(path), env).await?;
+    Ok(Arc::new(Tools::new(plugins.toolbox(), Arc::new(mcp))?))
 }
 
 /// The plugin folder, cache and limits from `[plugins]`.

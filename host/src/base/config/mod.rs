@@ -8,6 +8,7 @@ mod card_extended;
 mod defaults;
 mod engine;
 pub mod grants;
+mod mcp;
 pub mod oidc;
 #[cfg(test)]
 mod properties;
@@ -27,6 +28,10 @@ pub use card::{CardConfig, CardSkillConfig, ExtendedCardConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
 pub use grants::{HostMatch, HostPattern, PluginGrant, SecretGrant};
+pub use mcp::{
+    DEFAULT_MCP_TIMEOUT_SECS, MAX_MCP_NAME_CHARS, MAX_MCP_SERVERS, MAX_MCP_TIMEOUT_SECS,
+    McpServerConfig,
+};
 pub use oidc::OidcConfig;
 pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
 pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
@@ -118,6 +123,9 @@ pub struct Config {
     /// Which engine works the tasks: embedded (default) or Temporal.
     #[serde(default)]
     pub engine: EngineConfig,
+    /// `[[mcp]]`: MCP tool servers whose tools join the plugins' tools.
+    #[serde(default)]
+    pub mcp: Vec<McpServerConfig>,
     /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -417,6 +425,7 @@ impl Config {
         grants::validate_grants(&config.plugins.grants)?;
         oidc::validate_oidc(config.server.oidc.as_ref())?;
         card_extended::validate_extended_card(&config.card, &config.server)?;
+        mcp::validate_mcp(&config.mcp)?;
         Ok(config)
     }
 

@@ -41,7 +41,10 @@ pub use outbound::MAX_RESPONSE_BYTES;
 pub use plugin_log::{MAX_LOG_BYTES_PER_CALL, MAX_LOG_LINES_PER_CALL, MAX_LOG_LINES_PER_SECOND};
 pub use sandbox::{COPY_INIT_MAX_BYTES, CallLimits};
 pub use threads::THREAD_NAME_PREFIX;
-pub use toolbox::Toolbox;
+pub use toolbox::{
+    MAX_RESULT_CHARS, MAX_TOOL_DESCRIPTION_CHARS, Toolbox, argument_problems, check_tool,
+    cut as cut_result,
+};
 
 use crate::base::config::PluginGrant;
 use crate::base::text::log_field::escape_capped;

@@ -67,31 +67,8 @@ impl Toolbox {
                 )));
             }
             for tool in &plugin.tools {
-                check_name(&tool.name).map_err(&refuse)?;
-                if tool.description.chars().count() > MAX_TOOL_DESCRIPTION_CHARS {
-                    return Err(refuse(format!(
-                        "tool {}: description longer than {MAX_TOOL_DESCRIPTION_CHARS} characters",
-                        tool.name
-                    )));
-                }
-                if tool.parameters.chars().count() > MAX_SCHEMA_CHARS {
-                    return Err(refuse(format!(
-                        "tool {}: parameters schema longer than {MAX_SCHEMA_CHARS} characters",
-                        tool.name
-                    )));
-                }
-                let schema: Value = serde_json::from_str(&tool.parameters).map_err(|err| {
-                    refuse(format!("tool {}: parameters is not JSON: {err}", tool.name))
-                })?;
-                if schema.get("type").and_then(Value::as_str) != Some("object") {
-                    return Err(refuse(format!(
-                        "tool {}: parameters must be a JSON Schema with \"type\": \"object\"",
-                        tool.name
-                    )));
-                }
-                let validator = jsonschema::validator_for(&schema).map_err(|err| {
-                    refuse(format!("tool {}: invalid JSON Schema: {err}", tool.name))
-                })?;
+                let (schema, validator) =
+                    check_tool(&tool.name, &tool.description, &tool.parameters).map_err(&refuse)?;
                 if let Some(existing) = entries.get(&tool.name) {
                     return Err(PluginError::ToolClash {
                         tool: tool.name.clone(),
@@ -129,6 +106,55 @@ impl Toolbox {
     }
 }
 
+/// Checks one tool definition as the model will see it: its name (`[A-Za-z0-9_-]`, at most 64),
+/// the size of its description and schema, and that the schema is a JSON Schema of an object.
+/// The schema and its validator, or why the tool is refused. Every source of tools (plugins, MCP
+/// servers) goes through this one check.
+pub fn check_tool(
+    name: &str,
+    description: &str,
+    parameters: &str,
+) -> Result<(Value, jsonschema::Validator), String> {
+    check_name(name)?;
+    if description.chars().count() > MAX_TOOL_DESCRIPTION_CHARS {
+        return Err(format!(
+            "tool {name}: description longer than {MAX_TOOL_DESCRIPTION_CHARS} characters"
+        ));
+    }
+    if parameters.chars().count() > MAX_SCHEMA_CHARS {
+        return Err(format!(
+            "tool {name}: parameters schema longer than {MAX_SCHEMA_CHARS} characters"
+        ));
+    }
+    let schema: Value = serde_json::from_str(parameters)
+        .map_err(|err| format!("tool {name}: parameters is not JSON: {err}"))?;
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(format!(
+            "tool {name}: parameters must be a JSON Schema with \"type\": \"object\""
+        ));
+    }
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|err| format!("tool {name}: invalid JSON Schema: {err}"))?;
+    Ok((schema, validator))
+}
+
+/// The first few ways `arguments` break a tool's schema, each with where: what the model reads
+/// in `[tool.invalid_arguments]`. Empty when they fit.
+pub fn argument_problems(validator: &jsonschema::Validator, arguments: &Value) -> Vec<String> {
+    validator
+        .iter_errors(arguments)
+        .take(3)
+        .map(|err| {
+            let at = err.instance_path.to_string();
+            if at.is_empty() {
+                err.to_string()
+            } else {
+                format!("{at}: {err}")
+            }
+        })
+        .collect()
+}
+
 fn check_name(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= 64
@@ -144,7 +170,9 @@ fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-fn cut(text: String) -> String {
+/// A tool's result capped at [`MAX_RESULT_CHARS`] (and marked where cut): every source of
+/// tools caps its results here before the context fences them as untrusted.
+pub fn cut(text: String) -> String {
     match crate::base::text::cut::cut(&text, MAX_RESULT_CHARS) {
         Cow::Borrowed(_) => text,
         Cow::Owned(cut) => cut,
@@ -214,19 +242,7 @@ impl Toolbox {
                 .into();
             }
         };
-        let problems: Vec<String> = entry
-            .validator
-            .iter_errors(&arguments)
-            .take(3)
-            .map(|err| {
-                let at = err.instance_path.to_string();
-                if at.is_empty() {
-                    err.to_string()
-                } else {
-                    format!("{at}: {err}")
-                }
-            })
-            .collect();
+        let problems = argument_problems(&entry.validator, &arguments);
         if !problems.is_empty() {
             return ToolOutcome::error(
                 "tool.invalid_arguments",
