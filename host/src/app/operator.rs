@@ -10,7 +10,6 @@ use crate::app::runtime::{
     render_context,
 };
 use crate::base::config::Config;
-use crate::base::model::{build_model, build_models};
 use crate::base::text::log_field::escape;
 use crate::work::agents::{Discovery, Registry, Roster, build_roster, own_card};
 use crate::work::engine::HostEffects;
