@@ -28,6 +28,7 @@ use crate::work::engine::{
 use crate::work::plugins::{PluginError, PluginHost};
 use crate::work::skills::{Catalog, SkillError};
 
+pub mod logging;
 mod parts;
 
 use parts::{agent_secrets, agent_tokens, child_settings, oidc_verifier};

@@ -7,6 +7,7 @@ pub mod card;
 mod card_extended;
 mod defaults;
 mod engine;
+mod log;
 pub mod oidc;
 #[cfg(test)]
 mod properties;
@@ -24,6 +25,7 @@ pub use agent_auth::OAuth2Config;
 pub use card::{CardConfig, CardSkillConfig, ExtendedCardConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
+pub use log::{LogConfig, LogFormat};
 pub use oidc::OidcConfig;
 pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
 pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
@@ -113,6 +115,9 @@ pub struct Config {
     /// Which engine works the tasks: embedded (default) or Temporal.
     #[serde(default)]
     pub engine: EngineConfig,
+    /// `[log]`: the log's format.
+    #[serde(default)]
+    pub log: LogConfig,
     /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
     #[serde(skip)]
     pub source: Option<PathBuf>,
