@@ -6,8 +6,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use tiny_harness::app::operator;
+use tiny_harness::app::runtime::logging;
 use tiny_harness::app::runtime::{Runtime, StartError, load_config};
 use tiny_harness::app::scaffold::{self, Lang, NewPlugin, ScaffoldError, Sdk};
+use tiny_harness::base::config::LogFormat;
 
 /// A request allocates and frees many small values (JSON, records, events) on several threads;
 /// mimalloc's per-thread heaps serve them with less work and contention than the system's.
@@ -85,7 +87,6 @@ enum PluginCommand {
 }
 
 fn main() -> ExitCode {
-    init_tracing();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -149,24 +150,28 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+/// The configuration, read before anything is logged so that the log takes its `[log]` format
+/// from it (a configuration that cannot be read is reported in the text format).
+fn configured(
+    path: Option<&std::path::Path>,
+) -> Result<tiny_harness::base::config::Config, StartError> {
+    let config = load_config(path).map_err(|err| {
+        logging::init(LogFormat::Text);
+        StartError::from(err)
+    })?;
+    logging::init(config.log.format);
+    Ok(config)
 }
 
 async fn serve(config: Option<PathBuf>) -> anyhow::Result<()> {
-    let config = load_config(config.as_deref()).map_err(StartError::from)?;
+    let config = configured(config.as_deref())?;
     let runtime = Runtime::build(config).await?;
     runtime.serve(shutdown_signal()).await?;
     Ok(())
 }
 
 async fn check(config: Option<PathBuf>, probe: bool) -> anyhow::Result<()> {
-    let config = load_config(config.as_deref()).map_err(StartError::from)?;
+    let config = configured(config.as_deref())?;
     print!("{}", operator::check(&config).await?);
     if probe {
         let (lines, answered) = operator::probe(&config).await?;
@@ -177,13 +182,13 @@ async fn check(config: Option<PathBuf>, probe: bool) -> anyhow::Result<()> {
 }
 
 async fn plugins(config: Option<PathBuf>) -> anyhow::Result<()> {
-    let config = load_config(config.as_deref()).map_err(StartError::from)?;
+    let config = configured(config.as_deref())?;
     print!("{}", operator::plugin_list(&config).await?);
     Ok(())
 }
 
 async fn context(config: Option<PathBuf>) -> anyhow::Result<()> {
-    let config = load_config(config.as_deref()).map_err(StartError::from)?;
+    let config = configured(config.as_deref())?;
     print!("{}", operator::context(&config).await?);
     Ok(())
 }

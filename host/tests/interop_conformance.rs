@@ -131,6 +131,15 @@ async fn a_streamed_task_works_then_produces_its_artifact_then_completes() {
         .iter()
         .map(|event| match event {
             StreamResponse::Task(task) => format!("task {}", task.status.state.short_name()),
+            // A progress note says what the work does; the task's own status is the other.
+            StreamResponse::StatusUpdate(u)
+                if u.status.message.as_ref().is_some_and(|m| {
+                    m.metadata.as_ref().and_then(|m| m.get("progress"))
+                        == Some(&serde_json::Value::Bool(true))
+                }) =>
+            {
+                format!("progress {}", u.status.message.as_ref().unwrap().text())
+            }
             StreamResponse::StatusUpdate(u) => format!("status {}", u.status.state.short_name()),
             StreamResponse::ArtifactUpdate(u) => format!(
                 "artifact {}",
@@ -144,6 +153,7 @@ async fn a_streamed_task_works_then_produces_its_artifact_then_completes() {
         [
             "task SUBMITTED",
             "status WORKING",
+            "progress Calling the model",
             "artifact Ordered output",
             "status COMPLETED"
         ]

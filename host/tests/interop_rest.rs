@@ -88,8 +88,20 @@ async fn post_message_stream_streams_bare_events_until_the_task_completes() {
         .iter()
         .map(|e| e.as_object().unwrap().keys().next().unwrap().as_str())
         .collect();
-    assert_eq!(kinds, ["statusUpdate", "artifactUpdate", "statusUpdate"]);
-    let artifact = &events[2]["artifactUpdate"]["artifact"];
+    // Working, the progress note of the model call, the artifact, completed.
+    assert_eq!(
+        kinds,
+        [
+            "statusUpdate",
+            "statusUpdate",
+            "artifactUpdate",
+            "statusUpdate"
+        ]
+    );
+    let note = &events[2]["statusUpdate"]["status"]["message"];
+    assert_eq!(note["metadata"]["progress"], true, "{note}");
+    assert_eq!(note["parts"][0]["text"], "Calling the model");
+    let artifact = &events[3]["artifactUpdate"]["artifact"];
     assert_eq!(artifact["parts"][0]["text"], "Stream hello from TCK");
     let last = events.last().unwrap();
     assert_eq!(

@@ -102,18 +102,31 @@ async fn message_stream_streams_0_3_events_and_marks_the_last_final() {
         .iter()
         .map(|r| r["kind"].as_str().unwrap())
         .collect();
+    // Working, the progress note of the model call, the artifact, completed.
     assert_eq!(
         kinds,
-        ["task", "status-update", "artifact-update", "status-update"]
+        [
+            "task",
+            "status-update",
+            "status-update",
+            "artifact-update",
+            "status-update"
+        ]
     );
     assert_eq!(results[1]["status"]["state"], "working");
     assert_eq!(results[1]["final"], false);
+    assert_eq!(results[2]["status"]["state"], "working");
     assert_eq!(
-        results[2]["artifact"]["parts"][0]["text"],
+        results[2]["status"]["message"]["metadata"]["progress"],
+        true
+    );
+    assert_eq!(results[2]["final"], false);
+    assert_eq!(
+        results[3]["artifact"]["parts"][0]["text"],
         "Stream task lifecycle"
     );
-    assert_eq!(results[3]["status"]["state"], "completed");
-    assert_eq!(results[3]["final"], true);
+    assert_eq!(results[4]["status"]["state"], "completed");
+    assert_eq!(results[4]["final"], true);
     assert!(events.iter().all(|e| e["id"] == 7));
 }
 

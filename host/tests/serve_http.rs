@@ -159,7 +159,7 @@ async fn a_blocking_answer_is_the_task_as_stored_without_reading_the_task_again(
 }
 
 #[tokio::test]
-async fn streaming_shows_submitted_then_working_then_completed() {
+async fn streaming_shows_submitted_then_working_then_its_progress_then_completed() {
     let server = start("[[reply]]\ntext = \"done\"\n", SCRIPTED).await;
     let mut stream = server
         .client
@@ -172,17 +172,27 @@ async fn streaming_shows_submitted_then_working_then_completed() {
         .expect("stream event in time")
     {
         match event.unwrap() {
-            StreamResponse::Task(task) => states.push(task.status.state),
-            StreamResponse::StatusUpdate(update) => states.push(update.status.state),
+            StreamResponse::Task(task) => states.push(format!("{:?}", task.status.state)),
+            StreamResponse::StatusUpdate(update) => {
+                let note = update.status.message.as_ref().filter(|m| {
+                    m.metadata.as_ref().and_then(|m| m.get("progress"))
+                        == Some(&serde_json::Value::Bool(true))
+                });
+                states.push(match note {
+                    Some(note) => format!("{:?}: {}", update.status.state, note.text()),
+                    None => format!("{:?}", update.status.state),
+                });
+            }
             _ => {}
         }
     }
     assert_eq!(
         states,
         [
-            TaskState::Submitted,
-            TaskState::Working,
-            TaskState::Completed
+            "Submitted",
+            "Working",
+            "Working: Calling the model",
+            "Completed"
         ]
     );
     server.stop().await;

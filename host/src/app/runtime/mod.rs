@@ -32,6 +32,7 @@ use late_agents::LateAgents;
 
 mod environment;
 mod late_agents;
+pub mod logging;
 mod parts;
 
 pub use environment::FromEnvironment;

@@ -9,6 +9,7 @@ mod defaults;
 mod engine;
 pub mod grants;
 mod mcp;
+mod log;
 pub mod oidc;
 #[cfg(test)]
 mod properties;
@@ -32,6 +33,7 @@ pub use mcp::{
     DEFAULT_MCP_TIMEOUT_SECS, MAX_MCP_NAME_CHARS, MAX_MCP_SERVERS, MAX_MCP_TIMEOUT_SECS,
     McpServerConfig,
 };
+pub use log::{LogConfig, LogFormat};
 pub use oidc::OidcConfig;
 pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
 pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
@@ -126,6 +128,9 @@ pub struct Config {
     /// `[[mcp]]`: MCP tool servers whose tools join the plugins' tools.
     #[serde(default)]
     pub mcp: Vec<McpServerConfig>,
+    /// `[log]`: the log's format.
+    #[serde(default)]
+    pub log: LogConfig,
     /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
     #[serde(skip)]
     pub source: Option<PathBuf>,

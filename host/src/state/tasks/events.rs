@@ -71,6 +71,12 @@ impl Channels {
         }
     }
 
+    /// Whether the task has a channel (someone follows it): news only followers would read
+    /// need not be made otherwise.
+    pub fn is_followed(&self, task_id: &str) -> bool {
+        lock(&self.map).channels.contains_key(task_id)
+    }
+
     /// Sends the events to the task's followers, if it has any. `last` ends every follower's
     /// stream after these events (the task is terminal): the channel goes.
     pub fn publish(&self, task_id: &str, events: Vec<StreamResponse>, last: bool) {

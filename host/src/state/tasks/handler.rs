@@ -13,11 +13,12 @@ use super::envelope::{BriefChange, read_brief};
 use super::events::TaskEvents;
 use super::hops;
 use super::hub::{Change, Created, TaskHub};
-use super::ids::new_store_key;
+use super::ids::{self, new_store_key};
 use super::input_limit::InputLimits;
 use super::service::{Caller, Subscription, TaskError, TaskService};
 use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
 use crate::base::protocol::types::{Message, TaskState, TaskStatus, timestamp_now};
+use crate::base::text::log_field;
 use crate::state::records::extension::TaskExtension;
 use crate::state::records::record::TaskRecord;
 use crate::state::store::{StoreError, TaskFilter};
@@ -212,6 +213,12 @@ impl Tasks {
             Created::New(seq) => seq,
             Created::Existing(existing) => return self.existing(&existing),
         };
+        tracing::info!(
+            task = %id,
+            context = %log_field::escape(&snapshot.context_id),
+            creator = %log_field::escape(sender),
+            "task created"
+        );
         let events = self.hub.subscribe(&id);
         match (&first, working) {
             (Some(first), Some(status)) => {
@@ -415,6 +422,13 @@ impl TaskService for Tasks {
         match outcome {
             Change::Applied(record, ()) => {
                 self.engine.cancel(id);
+                tracing::info!(
+                    task = %id,
+                    by = %log_field::escape(&caller.participant_id),
+                    state = TaskState::Canceled.wire_name(),
+                    duration_ms = ids::age_of(id).map(|d| d.as_millis() as u64),
+                    "task ended"
+                );
                 self.render(&record, None, true)
             }
             Change::Terminal(record) => Err(TaskError::NotCancelable {

@@ -12,9 +12,14 @@ use std::sync::Arc;
 use super::events::{Channels, TaskEvents};
 use super::live_records::LiveRecords;
 use crate::base::protocol::types::{
-    StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    Message, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    timestamp_now,
 };
 use crate::base::text::log_field::escape_capped;
+
+/// The key of a progress message's metadata (`true`): a client tells a note of what the work is
+/// doing from a status message the task keeps.
+pub const PROGRESS_METADATA_KEY: &str = "progress";
 use crate::state::records::record::TaskRecord;
 use crate::state::store::{Store, StoreError, Tx};
 
@@ -281,6 +286,36 @@ impl TaskHub {
             metadata: None,
         });
         self.channels.publish(task_id, vec![event], last);
+    }
+
+    /// Tells the task's followers what its work is doing now (`text`: calling the model,
+    /// running a tool, waiting on a sub-task) as a WORKING status update whose message says it.
+    /// Nothing is written: the task's stored status and its journal are unchanged, and a task
+    /// nobody follows costs a map lookup.
+    pub fn announce_progress(&self, task_id: &str, context_id: &str, text: String) {
+        if !self.channels.is_followed(task_id) {
+            return;
+        }
+        let mut message = Message::agent_text(task_id, context_id, text);
+        message.metadata = Some(
+            [(
+                PROGRESS_METADATA_KEY.to_string(),
+                serde_json::Value::Bool(true),
+            )]
+            .into_iter()
+            .collect(),
+        );
+        let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: task_id.to_string(),
+            context_id: context_id.to_string(),
+            status: TaskStatus {
+                state: TaskState::Working,
+                message: Some(message),
+                timestamp: Some(timestamp_now()),
+            },
+            metadata: None,
+        });
+        self.channels.publish(task_id, vec![event], false);
     }
 
     fn publish(&self, before: &TaskRecord, after: &Arc<TaskRecord>) {

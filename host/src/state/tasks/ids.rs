@@ -17,9 +17,31 @@ pub(super) fn new_store_key() -> String {
     uuid::Uuid::new_v7(at).to_string()
 }
 
+/// How long ago the id was minted, read from its UUIDv7 time: the age of a task for the log
+/// line of its end. `None` for an id that is not a UUIDv7 (a task made before ids were) or
+/// whose time lies ahead.
+pub fn age_of(id: &str) -> Option<std::time::Duration> {
+    let uuid = uuid::Uuid::parse_str(id).ok()?;
+    if uuid.get_version_num() != 7 {
+        return None;
+    }
+    let (secs, nanos) = uuid.get_timestamp()?.to_unix();
+    let minted = std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos);
+    std::time::SystemTime::now().duration_since(minted).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_minted_id_tells_its_age_and_another_id_tells_none() {
+        let id = new_store_key();
+        let age = age_of(&id).unwrap();
+        assert!(age < std::time::Duration::from_secs(60), "{age:?}");
+        assert_eq!(age_of("t-1"), None);
+        assert_eq!(age_of(&uuid::Uuid::new_v4().to_string()), None);
+    }
 
     /// The 74 bits after the timestamp and version of a UUIDv7 (rand_a and rand_b).
     fn random_bits(id: &str) -> u128 {

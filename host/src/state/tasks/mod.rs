@@ -8,7 +8,7 @@ pub mod events;
 pub mod handler;
 pub mod hops;
 pub mod hub;
-mod ids;
+pub mod ids;
 pub mod input_limit;
 pub mod live_records;
 pub mod service;

@@ -9,6 +9,7 @@ pub mod host_effects;
 pub(crate) mod inbox;
 pub mod journal;
 mod participant_task;
+pub mod progress;
 mod shared;
 mod status;
 #[cfg(feature = "temporal")]

@@ -13,6 +13,7 @@ use crate::state::tasks::hub::{Change, TaskHub};
 use crate::work::engine::budget::Budget;
 use crate::work::engine::inbox::{Drained, drain, has_unread};
 use crate::work::engine::journal::Replay;
+use crate::work::engine::progress::{self, Doing};
 use crate::work::engine::shared::{Shared, Step, StepError};
 use crate::work::engine::status::{complete, fail, set_status};
 
@@ -104,6 +105,13 @@ pub(super) async fn answer_or_wait(
     }
     if let Some(answer) = replay.final_reply.clone() {
         if has_open_subtasks(record) {
+            for link in record.ext.sub_tasks.iter().filter(|l| !l.has_ended()) {
+                let doing = Doing::WaitingOnSubTask {
+                    task: &link.task_id,
+                    agent: link.agent_id(),
+                };
+                progress::announce(hub, record, doing);
+            }
             return Ok(Some(Step::Park));
         }
         let read_through = replay.last_inbound_seq;

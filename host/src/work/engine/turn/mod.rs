@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::budget::{self, Budget};
 use super::journal::{JournalEntry, Replay};
 use super::participant_task::participant_step;
+use super::progress;
 use super::shared::{Shared, Step, StepError};
 use super::status::fail;
 use crate::base::protocol::types::TaskState;
@@ -39,6 +40,8 @@ pub(crate) async fn step(
     id: &str,
     replay: &mut Replay,
 ) -> Result<Step, StoreError> {
+    // Whether the task was open as the step began: a step that ends it tells its end, once.
+    let was_open = matches!(shared.hub.task_for_loop(id), Ok(Some(r)) if !r.state().is_terminal());
     let next = next_step(shared, id, replay).await;
     if next.is_ok() && !replay.unjournaled.is_empty() {
         // The step wrote no journal entry after its drain (it parks or the task ended): what
@@ -47,14 +50,14 @@ pub(crate) async fn step(
     }
     match next {
         Ok(Step::Stop) => {
-            cancel_children_of_ended(shared, id);
+            ended(shared, id, replay, was_open);
             Ok(Step::Stop)
         }
         Ok(step) => Ok(step),
         Err(StepError::Model(err)) => {
             tracing::warn!(task = %id, "model call failed: {err}");
             fail(&shared.hub, id, &err.public_reason()).await?;
-            cancel_children_of_ended(shared, id);
+            ended(shared, id, replay, was_open);
             Ok(Step::Stop)
         }
         Err(StepError::Store(err)) => Err(err),
@@ -180,19 +183,23 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
     model_turn::take_turn(shared, id, &record, replay, model, token_budget, held).await
 }
 
-/// A task that ended without its answer (failed, rejected, or canceled while a step was under
+/// After a step that stopped the loop: a task this step ended tells its end in the log, and a
+/// task that ended without its answer (failed, rejected, or canceled while a step was under
 /// way) no longer wants its children's work: each open one is canceled on its agent, so nothing
 /// keeps running for a parent that is gone. (A cancel request also does this itself; a second
 /// cancel of a child is harmless.)
-fn cancel_children_of_ended(shared: &Shared, id: &str) {
-    let ended = matches!(
-        shared.hub.task_for_loop(id),
-        Ok(Some(record)) if matches!(
-            record.state(),
-            TaskState::Failed | TaskState::Rejected | TaskState::Canceled
-        )
+fn ended(shared: &Shared, id: &str, replay: &Replay, was_open: bool) {
+    let Ok(Some(record)) = shared.hub.task_for_loop(id) else {
+        return;
+    };
+    if was_open && record.state().is_terminal() {
+        progress::task_ended(&record, replay.turn_calls);
+    }
+    let unanswered = matches!(
+        record.state(),
+        TaskState::Failed | TaskState::Rejected | TaskState::Canceled
     );
-    if ended && let Some(children) = shared.children.as_ref() {
+    if unanswered && let Some(children) = shared.children.as_ref() {
         children.cancel_open(id);
     }
 }

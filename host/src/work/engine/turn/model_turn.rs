@@ -3,6 +3,7 @@
 //! when that stays in the process). Apart from the checks before it, which may end a step early.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::call::Call;
 use super::compaction::compact;
@@ -19,6 +20,7 @@ use crate::work::context::{TurnInput, assemble};
 use crate::work::engine::budget::{self, Budget};
 use crate::work::engine::inbox::has_unread;
 use crate::work::engine::journal::{JournalEntry, Replay};
+use crate::work::engine::progress::{self, Doing};
 use crate::work::engine::shared::{Shared, Step, StepError};
 use crate::work::engine::status::{fail, finish_task};
 
@@ -54,7 +56,11 @@ pub(super) async fn take_turn(
     }
     request.effort = call.effort;
     request.origin = call.origin;
+    progress::announce(&shared.hub, record, Doing::CallingModel);
+    let started = Instant::now();
     let reply = model.complete(&request).await?;
+    let model_name = record.ext.model.as_deref().unwrap_or("default");
+    progress::model_called(id, model_name, Some(reply.usage), started.elapsed());
     Ok(record_reply(shared, id, replay, reply).await?)
 }
 

@@ -2,6 +2,8 @@
 //! when it stays in the process, the journal entry of a result and what its effects change in
 //! the task (plan, questions, sub-tasks, roles). Apart from the model's turn that asks for them.
 
+use std::time::Instant;
+
 use super::{advance, append_unjournaled};
 use crate::base::model::{ModelReply, ToolCall, Usage};
 use crate::base::protocol::types::{Message, TaskState};
@@ -11,6 +13,7 @@ use crate::state::store::{StoreError, Tx};
 use crate::state::tasks::hub::Change;
 use crate::work::engine::budget::{self, Budget};
 use crate::work::engine::journal::{JournalEntry, Replay};
+use crate::work::engine::progress::{self, Doing};
 use crate::work::engine::shared::{Shared, Step};
 use crate::work::engine::status::set_status;
 use crate::work::tools::{Effect, ToolContext, ToolOutcome};
@@ -28,7 +31,10 @@ pub(super) async fn run_pending_call(
         call_id: &call.id,
         skills: replay.skills(),
     };
+    progress::announce(&shared.hub, record, Doing::RunningTool(&call.name));
+    let started = Instant::now();
     let outcome = shared.tools.invoke(&context, &call).await;
+    progress::tool_ran(id, &call, outcome.result.is_ok(), started.elapsed());
     let entry = result_entry(&call, &outcome);
     let effects = outcome.effects.clone();
     let recorded = entry.clone();
@@ -79,11 +85,13 @@ pub(super) async fn first_call_in_process(
         call_id: &call.id,
         skills: replay.skills(),
     };
-    Ok(shared
-        .tools
-        .invoke_in_process(&context, call)
-        .await
-        .map(|outcome| (call.clone(), outcome)))
+    progress::announce(&shared.hub, &record, Doing::RunningTool(&call.name));
+    let started = Instant::now();
+    let outcome = shared.tools.invoke_in_process(&context, call).await;
+    if let Some(outcome) = &outcome {
+        progress::tool_ran(id, call, outcome.result.is_ok(), started.elapsed());
+    }
+    Ok(outcome.map(|outcome| (call.clone(), outcome)))
 }
 
 /// The journal entry of a call's result, with the effects applied with it.
@@ -104,6 +112,7 @@ pub(super) fn follow_new_children(shared: &Shared, parent: &str, effects: &[Effe
     };
     for effect in effects {
         if let Effect::LinkSubtask { link, .. } = effect {
+            progress::child_created(parent, link.agent_id(), &link.task_id);
             children.follow(parent, link);
         }
     }

@@ -1,0 +1,136 @@
+//! What a working task is doing, told two ways: to its followers as a WORKING status update
+//! (calling the model, running a tool, waiting on a sub-task), so a client can show progress,
+//! and to the operator as the task's story in the log (each model call and tool call at DEBUG,
+//! each child and the task's end at INFO). Neither is journaled. Names come from the model's
+//! calls and from peers: each is escaped and capped before it is said anywhere, and no prompt,
+//! answer or argument is.
+
+use std::time::Duration;
+
+use crate::base::model::{ToolCall, Usage};
+use crate::base::text::log_field::escape_capped;
+use crate::state::records::record::TaskRecord;
+use crate::state::tasks::hub::TaskHub;
+use crate::state::tasks::ids::age_of;
+
+/// The most characters of a name (tool, sub-task, agent) a progress note or log line carries:
+/// a name is short; a longer one is the model's or a peer's noise.
+pub const MAX_NAME_CHARS: usize = 80;
+
+/// What the task's work is doing now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Doing<'a> {
+    /// Waiting for the model's next reply.
+    CallingModel,
+    /// Running the tool the model called.
+    RunningTool(&'a str),
+    /// Waiting for a sub-task on an agent.
+    WaitingOnSubTask {
+        /// The sub-task's id on its agent.
+        task: &'a str,
+        /// The agent it runs on.
+        agent: &'a str,
+    },
+}
+
+impl Doing<'_> {
+    /// The note a follower reads.
+    pub fn text(&self) -> String {
+        match self {
+            Doing::CallingModel => "Calling the model".to_string(),
+            Doing::RunningTool(tool) => format!("Running tool `{}`", name(tool)),
+            Doing::WaitingOnSubTask { task, agent } => format!(
+                "Waiting on sub-task `{}` on agent `{}`",
+                name(task),
+                name(agent)
+            ),
+        }
+    }
+}
+
+/// A name as a note or a log line may carry it: one line, no control or invisible character,
+/// capped.
+fn name(text: &str) -> String {
+    escape_capped(text, MAX_NAME_CHARS)
+}
+
+/// Tells the task's followers what it is doing; nothing when nobody follows it.
+pub(crate) fn announce(hub: &TaskHub, record: &TaskRecord, doing: Doing<'_>) {
+    hub.announce_progress(&record.id, &record.context_id, doing.text());
+}
+
+/// The log line of one model call: the model, its tokens and how long it took.
+pub(crate) fn model_called(task: &str, model: &str, usage: Option<Usage>, took: Duration) {
+    let usage = usage.unwrap_or_default();
+    tracing::debug!(
+        task,
+        model,
+        input_tokens = usage.input_tokens,
+        output_tokens = usage.output_tokens,
+        duration_ms = took.as_millis() as u64,
+        "model call"
+    );
+}
+
+/// The log line of one tool call: its name, whether it succeeded and how long it took.
+pub(crate) fn tool_ran(task: &str, call: &ToolCall, ok: bool, took: Duration) {
+    tracing::debug!(
+        task,
+        tool = %name(&call.name),
+        outcome = if ok { "ok" } else { "error" },
+        duration_ms = took.as_millis() as u64,
+        "tool call"
+    );
+}
+
+/// The log line of a child the task created: the agent and the child's id there.
+pub(crate) fn child_created(task: &str, agent: &str, child: &str) {
+    tracing::info!(task, agent = %name(agent), child = %name(child), "sub-task created");
+}
+
+/// The log line of the task's end: its state, its model turns, its tokens and how long it
+/// lived (from the time its id was minted; absent for an id this harness did not mint).
+pub(crate) fn task_ended(record: &TaskRecord, turns: usize) {
+    let usage = record.ext.usage.unwrap_or_default();
+    let lived = age_of(&record.id).map(|d| d.as_millis() as u64);
+    tracing::info!(
+        task = %record.id,
+        context = %name(&record.context_id),
+        state = record.state().wire_name(),
+        turns,
+        input_tokens = usage.input_tokens,
+        output_tokens = usage.output_tokens,
+        duration_ms = lived,
+        "task ended"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_name_what_the_work_does_golden() {
+        assert_eq!(Doing::CallingModel.text(), "Calling the model");
+        assert_eq!(
+            Doing::RunningTool("attach_plan").text(),
+            "Running tool `attach_plan`"
+        );
+        assert_eq!(
+            Doing::WaitingOnSubTask {
+                task: "0190c2b4-7d1e",
+                agent: "ledger"
+            }
+            .text(),
+            "Waiting on sub-task `0190c2b4-7d1e` on agent `ledger`"
+        );
+    }
+
+    #[test]
+    fn a_hostile_name_stays_on_one_line_and_is_capped() {
+        let text =
+            Doing::RunningTool(&format!("x\n2026 INFO forged\u{1b}[31m{}", "y".repeat(500))).text();
+        assert!(!text.contains('\n') && !text.contains('\u{1b}'), "{text}");
+        assert!(text.chars().count() < MAX_NAME_CHARS + 60, "{text}");
+    }
+}
