@@ -8,8 +8,8 @@ mod card_extended;
 mod defaults;
 mod engine;
 pub mod grants;
-mod mcp;
 mod log;
+mod mcp;
 pub mod oidc;
 #[cfg(test)]
 mod properties;
@@ -29,11 +29,11 @@ pub use card::{CardConfig, CardSkillConfig, ExtendedCardConfig, RosterConfig};
 pub use defaults::embedded_default;
 pub use engine::{EngineConfig, EngineKind, TemporalConfig};
 pub use grants::{HostMatch, HostPattern, PluginGrant, SecretGrant};
+pub use log::{LogConfig, LogFormat};
 pub use mcp::{
     DEFAULT_MCP_TIMEOUT_SECS, MAX_MCP_NAME_CHARS, MAX_MCP_SERVERS, MAX_MCP_TIMEOUT_SECS,
     McpServerConfig,
 };
-pub use log::{LogConfig, LogFormat};
 pub use oidc::OidcConfig;
 pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
 pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
