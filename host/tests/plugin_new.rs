@@ -332,9 +332,9 @@ fn a_name_the_loader_would_not_take_is_refused_with_the_rule_and_exit_2() {
 }
 
 #[test]
-fn an_unknown_language_is_refused_listing_the_three() {
+fn an_unknown_language_is_a_usage_error_listing_the_three() {
     let output = harness(&["plugin", "new", "x", "--lang", "go"]);
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(64));
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains("[possible values: rust, python, javascript]"),

@@ -13,12 +13,12 @@ use super::envelope::{BriefChange, read_brief};
 use super::events::TaskEvents;
 use super::hops;
 use super::hub::{Change, Created, TaskHub};
-use super::ids::{self, new_store_key};
+use super::ids::new_store_key;
 use super::input_limit::InputLimits;
 use super::service::{Caller, Subscription, TaskError, TaskService};
+use super::story;
 use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
 use crate::base::protocol::types::{Message, TaskState, TaskStatus, timestamp_now};
-use crate::base::text::log_field;
 use crate::state::records::extension::TaskExtension;
 use crate::state::records::record::TaskRecord;
 use crate::state::store::{StoreError, TaskFilter};
@@ -213,12 +213,7 @@ impl Tasks {
             Created::New(seq) => seq,
             Created::Existing(existing) => return self.existing(&existing),
         };
-        tracing::info!(
-            task = %id,
-            context = %log_field::escape(&snapshot.context_id),
-            creator = %log_field::escape(sender),
-            "task created"
-        );
+        story::created(&id, &snapshot.context_id, sender);
         let events = self.hub.subscribe(&id);
         match (&first, working) {
             (Some(first), Some(status)) => {
@@ -422,13 +417,7 @@ impl TaskService for Tasks {
         match outcome {
             Change::Applied(record, ()) => {
                 self.engine.cancel(id);
-                tracing::info!(
-                    task = %id,
-                    by = %log_field::escape(&caller.participant_id),
-                    state = TaskState::Canceled.wire_name(),
-                    duration_ms = ids::age_of(id).map(|d| d.as_millis() as u64),
-                    "task ended"
-                );
+                story::canceled(id, &caller.participant_id);
                 self.render(&record, None, true)
             }
             Change::Terminal(record) => Err(TaskError::NotCancelable {

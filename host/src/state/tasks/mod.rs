@@ -12,6 +12,7 @@ pub mod ids;
 pub mod input_limit;
 pub mod live_records;
 pub mod service;
+mod story;
 
 pub use handler::Tasks;
 pub use service::{Caller, Subscription, TaskError, TaskService};
