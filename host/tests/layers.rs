@@ -18,7 +18,12 @@ use layers_support::checks::{
 /// A module imports only from the layers below its own; two modules of one layer may not import
 /// each other. The crate root (`lib.rs`, `main.rs`) may import anything.
 const LAYERS: &[&[&str]] = &[
-    &["base::text", "base::protocol", "base::http_body"],
+    &[
+        "base::text",
+        "base::metrics",
+        "base::protocol",
+        "base::http_body",
+    ],
     &["base::config"],
     &["base::model"],
     &["state::records"],

@@ -236,6 +236,7 @@ impl Server {
                 tiny_harness::base::config::ServerConfig::default().stream_keep_alive_secs,
             ),
             health: Default::default(),
+            metrics: false,
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let limits = ConnectionLimits::default();

@@ -36,7 +36,7 @@ pub mod logging;
 mod parts;
 
 pub use environment::FromEnvironment;
-use parts::{child_settings, oidc_verifier};
+use parts::{child_settings, log_callers, oidc_verifier};
 pub use parts::{
     connect_tools, discover_agents, input_limits, load_config, load_skills, model_names,
     offline_prompt_context, plugin_settings, prompt_context, render_context, static_prefix,
@@ -332,18 +332,9 @@ impl Runtime {
                 self.config.server.stream_keep_alive_secs,
             ),
             health: Arc::new(Health::new(self.store.clone(), self.engine.clone())),
+            metrics: self.config.metrics_served(),
         };
-        let trusted: Vec<&str> = self.credentials.configured_ids().collect();
-        if !trusted.is_empty() {
-            tracing::info!(delegators = %trusted.join(", "), "trusted delegators");
-        }
-        let callers: Vec<&str> = self.credentials.caller_ids().collect();
-        tracing::info!(
-            callers = %callers.join(", "),
-            anonymous = state.allow_anonymous,
-            "callers known by their tokens; anonymous callers {}",
-            if state.allow_anonymous { "served" } else { "refused" }
-        );
+        log_callers(&self.credentials, state.allow_anonymous);
         let store_path = self.config.resolve(&self.config.store.path);
         let plugins_dir = plugin_settings(&self.config).dir.unwrap_or_default();
         // Scripts and tests read the address after `listening on `: it stays first.

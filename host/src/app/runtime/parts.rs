@@ -339,3 +339,22 @@ pub(super) async fn oidc_verifier(config: &Config) -> Option<Arc<dyn BearerVerif
         .unwrap_or_default();
     Some(Arc::new(Oidc::start(oidc, client).await))
 }
+
+/// Logs who may call: the trusted delegators and token callers by id, and whether anonymous
+/// callers are served.
+pub(super) fn log_callers(
+    credentials: &crate::app::server::identity::Credentials,
+    allow_anonymous: bool,
+) {
+    let trusted: Vec<&str> = credentials.configured_ids().collect();
+    if !trusted.is_empty() {
+        tracing::info!(delegators = %trusted.join(", "), "trusted delegators");
+    }
+    let callers: Vec<&str> = credentials.caller_ids().collect();
+    tracing::info!(
+        callers = %callers.join(", "),
+        anonymous = allow_anonymous,
+        "callers known by their tokens; anonymous callers {}",
+        if allow_anonymous { "served" } else { "refused" }
+    );
+}

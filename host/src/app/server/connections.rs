@@ -36,6 +36,7 @@ use crate::app::server::activity::{
 };
 use crate::app::server::fair_share::{CROWDED_HEAD_WAIT, ConnectionShare, Shares};
 use crate::base::config::ServerConfig;
+use crate::base::metrics::METRICS;
 
 /// How long [`serve`], once shutdown is asked for, lets open requests (streams above all)
 /// finish before it returns anyway.
@@ -164,6 +165,7 @@ impl Connection {
     /// Serves the connection until it ends, its header or idle timeout passes, or shutdown has
     /// closed it. `_permit` holds its place under the cap until then.
     async fn serve(self, stream: TcpStream, _permit: OwnedSemaphorePermit) {
+        let _open = METRICS.open_connection();
         // Small JSON answers and stream events go out at once, not after Nagle's delay.
         let _ = stream.set_nodelay(true);
         let activity = Activity::new();

@@ -18,11 +18,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Map, Value, json};
 
+use crate::base::metrics::METRICS;
 use crate::state::store::Store;
 use crate::state::tasks::engine_port::Engine;
 
 /// Liveness: answered by the process itself, whatever its parts' state.
 pub const HEALTH_PATH: &str = "/healthz";
+/// Where the metrics are served.
+pub const METRICS_PATH: &str = "/metrics";
 /// Readiness: whether the harness can take work now.
 pub const READY_PATH: &str = "/readyz";
 /// How long one readiness answer is reused. Probers ask every few seconds; anyone asking more
@@ -150,6 +153,22 @@ pub fn routes(health: Arc<Health>) -> Router {
         .route(HEALTH_PATH, get(healthz))
         .route(READY_PATH, get(readyz))
         .with_state(health)
+}
+
+/// `GET /metrics`: every metric of the process in the Prometheus text format, beside the
+/// health routes and like them outside the caller layers, for a scraper holding no token
+/// (served only where `[telemetry] metrics` says; see `config::telemetry`).
+pub fn metrics_route() -> Router {
+    Router::new().route(METRICS_PATH, get(metrics))
+}
+
+async fn metrics() -> Response {
+    let mut response = METRICS.render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
 }
 
 async fn healthz() -> Response {

@@ -68,6 +68,8 @@ pub struct ServerState {
     pub stream_keep_alive: std::time::Duration,
     /// What `/readyz` checks (the store, the engine).
     pub health: Arc<crate::app::server::health::Health>,
+    /// Serve `GET /metrics` (`[telemetry] metrics`).
+    pub metrics: bool,
 }
 
 /// The state handlers share: the server state and what is derived from it once.

@@ -26,8 +26,9 @@ pub const MAX_TRACKED_KEYS: usize = 10_000;
 /// refused requests cannot flood the log.
 pub const REFUSAL_REPORT_INTERVAL: Duration = Duration::from_secs(10);
 
+use crate::app::server::caller_key::{CallerKey as RateKey, key_of};
 /// Whose quota a request counts against: the caller every per-caller limit knows.
-pub use crate::app::server::caller_key::{CallerKey as RateKey, key_of};
+pub use crate::base::metrics::METRICS;
 
 /// The limiter and what it refused since the last report.
 pub struct RateLimit {
@@ -72,6 +73,7 @@ pub async fn limit(State(limit): State<Arc<RateLimit>>, request: Request, next: 
     match limit.check(&key) {
         Ok(()) => next.run(request).await,
         Err(seconds) => {
+            METRICS.rate_limited();
             limit.refusals.record(key);
             start_reporter(&limit.refusals);
             let message = format!("rate limit exceeded; retry after {seconds} s\n");

@@ -37,6 +37,7 @@ pub const CARD_MAX_AGE_SECONDS: u32 = 300;
 pub fn router(state: ServerState) -> Router {
     let max_request_bytes = state.max_request_bytes;
     let health = state.health.clone();
+    let metrics = state.metrics;
     let identifier = Arc::new(Identifier::new(
         state.credentials.clone(),
         state.verifier.clone(),
@@ -96,6 +97,11 @@ pub fn router(state: ServerState) -> Router {
         // Merged after the caller layers, which therefore do not wrap them: a prober holds
         // no token and must not be rate-limited out of rotation (`health`).
         .merge(health::routes(health))
+        .merge(if metrics {
+            health::metrics_route()
+        } else {
+            Router::new()
+        })
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
 }

@@ -13,6 +13,7 @@ use futures::Stream;
 use crate::app::server::extensions::Activated;
 use crate::app::server::ops::{StreamEnd, Streaming, state_of};
 use crate::app::server::validate::trim_history;
+use crate::base::metrics::{METRICS, Open};
 use crate::base::protocol::jsonrpc::RpcError;
 use crate::base::protocol::types::{StreamResponse, Task};
 use crate::state::tasks::events::{RecvError, TaskEvents};
@@ -59,6 +60,7 @@ pub(crate) fn respond(
         activated,
         events: subscription.events,
         phase: Phase::Snapshot(Box::new(subscription.snapshot)),
+        _open: METRICS.open_stream(),
     };
     let response = Sse::new(events(follower))
         .keep_alive(KeepAlive::new().interval(keep_alive).text(KEEP_ALIVE_TEXT))
@@ -94,6 +96,8 @@ struct Follower {
     activated: Activated,
     events: TaskEvents,
     phase: Phase,
+    /// Counts the stream among the open ones while it lives.
+    _open: Open,
 }
 
 impl Follower {
@@ -241,6 +245,7 @@ mod tests {
             activated: Activated::none(),
             events: TaskEvents::from_receiver(events),
             phase: Phase::Snapshot(Box::new(task(TaskState::Submitted))),
+            _open: METRICS.open_stream(),
         }
     }
 

@@ -30,6 +30,14 @@ pub struct OAuth2Config {
     pub scopes: Vec<String>,
 }
 
+impl AgentConfig {
+    /// Whether this harness sends the agent what only a trusted delegator may (`delegator`,
+    /// by default whether a bearer token is configured).
+    pub fn is_delegator(&self) -> bool {
+        self.delegator.unwrap_or(self.token_env.is_some())
+    }
+}
+
 /// Checks the credentials of `agents[index]`: well-formed variable names, a token URL that does
 /// not send the secret in the clear beyond this machine, and at most one source of the
 /// `Authorization` header.

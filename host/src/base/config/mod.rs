@@ -17,6 +17,7 @@ mod server;
 mod server_auth;
 mod skills;
 mod syntax;
+mod telemetry;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -38,6 +39,7 @@ pub use oidc::OidcConfig;
 pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
 pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
 pub use skills::{DEFAULT_SKILLS_DIR, MAX_SKILL_DIRS, SkillFolder, SkillsConfig};
+pub use telemetry::TelemetryConfig;
 pub use validate::{MAX_DELEGATION_HOPS, SELF_AGENT_ID};
 
 /// Why configuration could not be used. `setting` is the dotted path of the offending key.
@@ -131,6 +133,9 @@ pub struct Config {
     /// `[log]`: the log's format.
     #[serde(default)]
     pub log: LogConfig,
+    /// `[telemetry]`: metrics.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
     /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -394,14 +399,6 @@ pub struct AgentConfig {
     /// client-credentials flow.
     #[serde(default)]
     pub oauth2: Option<OAuth2Config>,
-}
-
-impl AgentConfig {
-    /// Whether this harness sends the agent what only a trusted delegator may (`delegator`,
-    /// by default whether a bearer token is configured).
-    pub fn is_delegator(&self) -> bool {
-        self.delegator.unwrap_or(self.token_env.is_some())
-    }
 }
 
 impl Config {

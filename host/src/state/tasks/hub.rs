@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use super::events::{Channels, TaskEvents};
 use super::live_records::LiveRecords;
+use crate::base::metrics::METRICS;
 use crate::base::protocol::types::{
     Message, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
     timestamp_now,
@@ -181,6 +182,7 @@ impl TaskHub {
         let stamper = self.live.stamper();
         let live = self.live.clone();
         let live_before = self.live.clone();
+        let started = std::time::Instant::now();
         let outcome = self
             .store
             .write_queued_then(
@@ -215,8 +217,10 @@ impl TaskHub {
                 },
             )
             .await?;
+        METRICS.store_write(started.elapsed());
         Ok(match outcome {
             Some(Ok((before, after, value, _, _))) => {
+                count_endings(&before, &after);
                 self.publish(&before, &after);
                 Change::Applied(after, value)
             }
@@ -239,6 +243,7 @@ impl TaskHub {
         state: TaskState,
         spent: Option<u64>,
     ) -> Result<bool, StoreError> {
+        let counted = agent.to_string();
         let (task_id, agent, child) = (task_id.to_string(), agent.to_string(), child.to_string());
         self.store
             .write_queued(move |tx| {
@@ -272,6 +277,11 @@ impl TaskHub {
                 Ok(true)
             })
             .await
+            .inspect(|changed| {
+                if *changed && state.is_terminal() {
+                    METRICS.subtask(&counted, state.wire_name());
+                }
+            })
     }
 
     /// Announces the status of a task that was created working (its first message journaled
@@ -345,6 +355,28 @@ impl TaskHub {
         }
         // A terminal task's channel goes: every stream ends after its last event.
         self.channels.announce(after, events);
+    }
+}
+
+/// Counts in the metrics a task that this change ended, and each of its sub-tasks whose row
+/// it ended.
+fn count_endings(before: &TaskRecord, after: &TaskRecord) {
+    if after.state().is_terminal() && !before.state().is_terminal() {
+        METRICS.task_ended(after.state().wire_name());
+    }
+    for row in &after.ext.sub_tasks {
+        if !row.has_ended() {
+            continue;
+        }
+        let was_open = before
+            .ext
+            .sub_tasks
+            .iter()
+            .find(|b| b.task_id == row.task_id && b.agent_id() == row.agent_id())
+            .is_none_or(|b| !b.has_ended());
+        if was_open {
+            METRICS.subtask(row.agent_id(), row.state.as_deref().unwrap_or("unknown"));
+        }
     }
 }
 

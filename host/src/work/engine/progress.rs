@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use crate::base::metrics::METRICS;
 use crate::base::model::{ToolCall, Usage};
 use crate::base::text::log_field::escape_capped;
 use crate::state::records::record::TaskRecord;
@@ -59,21 +60,26 @@ pub(crate) fn announce(hub: &TaskHub, record: &TaskRecord, doing: Doing<'_>) {
     hub.announce_progress(&record.id, &record.context_id, doing.text());
 }
 
-/// The log line of one model call: the model, its tokens and how long it took.
+/// The log line and the metrics of one model call: the model, whether it answered, its tokens
+/// and how long it took.
 pub(crate) fn model_called(task: &str, model: &str, usage: Option<Usage>, took: Duration) {
+    let ok = usage.is_some();
     let usage = usage.unwrap_or_default();
+    METRICS.model_call(model, ok, took, usage.input_tokens, usage.output_tokens);
     tracing::debug!(
         task,
         model,
         input_tokens = usage.input_tokens,
         output_tokens = usage.output_tokens,
         duration_ms = took.as_millis() as u64,
+        outcome = if ok { "ok" } else { "error" },
         "model call"
     );
 }
 
 /// The log line of one tool call: its name, whether it succeeded and how long it took.
 pub(crate) fn tool_ran(task: &str, call: &ToolCall, ok: bool, took: Duration) {
+    METRICS.tool_call(&call.name, ok);
     tracing::debug!(
         task,
         tool = %name(&call.name),
@@ -85,6 +91,7 @@ pub(crate) fn tool_ran(task: &str, call: &ToolCall, ok: bool, took: Duration) {
 
 /// The log line of a child the task created: the agent and the child's id there.
 pub(crate) fn child_created(task: &str, agent: &str, child: &str) {
+    METRICS.subtask(agent, "created");
     tracing::info!(task, agent = %name(agent), child = %name(child), "sub-task created");
 }
 

@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 
 use super::compose::PromptError;
 use super::sandbox::{CallLimits, StoreData};
+use crate::base::metrics::METRICS;
 
 /// A plugin that could not be loaded or composed stops start-up with one of these.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +84,7 @@ pub fn describe_failure(err: &wasmtime::Error, data: &StoreData, limits: CallLim
         err.downcast_ref::<wasmtime::Trap>(),
         Some(wasmtime::Trap::Interrupt)
     ) {
+        METRICS.plugin_deadline_hit();
         return format!(
             "it ran past its {} ms deadline (plugins.call_timeout_ms)",
             limits.deadline.as_millis()

@@ -58,9 +58,11 @@ pub(super) async fn take_turn(
     request.origin = call.origin;
     progress::announce(&shared.hub, record, Doing::CallingModel);
     let started = Instant::now();
-    let reply = model.complete(&request).await?;
+    let answered = model.complete(&request).await;
     let model_name = record.ext.model.as_deref().unwrap_or("default");
-    progress::model_called(id, model_name, Some(reply.usage), started.elapsed());
+    let usage = answered.as_ref().ok().map(|reply| reply.usage);
+    progress::model_called(id, model_name, usage, started.elapsed());
+    let reply = answered?;
     Ok(record_reply(shared, id, replay, reply).await?)
 }
 
