@@ -40,9 +40,15 @@ pub(crate) async fn step(
     id: &str,
     replay: &mut Replay,
 ) -> Result<Step, StoreError> {
-    // Whether the task was open as the step began: a step that ends it tells its end, once.
-    let was_open = matches!(shared.hub.task_for_loop(id), Ok(Some(r)) if !r.state().is_terminal());
-    let next = next_step(shared, id, replay).await;
+    // Read once, here: a task that had ended before this step is not told ended again.
+    let Some(record) = checks::open_task(&shared.hub, id)? else {
+        if !replay.unjournaled.is_empty() {
+            write_unjournaled(&shared.hub, id, replay).await?;
+        }
+        ended(shared, id, replay, false);
+        return Ok(Step::Stop);
+    };
+    let next = next_step(shared, id, record, replay).await;
     if next.is_ok() && !replay.unjournaled.is_empty() {
         // The step wrote no journal entry after its drain (it parks or the task ended): what
         // the drain found is written on its own.
@@ -50,14 +56,14 @@ pub(crate) async fn step(
     }
     match next {
         Ok(Step::Stop) => {
-            ended(shared, id, replay, was_open);
+            ended(shared, id, replay, true);
             Ok(Step::Stop)
         }
         Ok(step) => Ok(step),
         Err(StepError::Model(err)) => {
             tracing::warn!(task = %id, "model call failed: {err}");
             fail(&shared.hub, id, &err.public_reason()).await?;
-            ended(shared, id, replay, was_open);
+            ended(shared, id, replay, true);
             Ok(Step::Stop)
         }
         Err(StepError::Store(err)) => Err(err),
@@ -149,14 +155,17 @@ async fn loop_steps(
     }
 }
 
-/// The task's next step, as the journal and the record say: read the task, drain its news, start
-/// it or let it wait, check its token budget, run a pending tool call, finish with the model's
-/// answer, check the turn limit, and take the model's turn. Each named step may end this one.
-async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Step, StepError> {
+/// The next step of the open task `record`, as the journal and the record say: drain its news,
+/// start it or let it wait, check its token budget, run a pending tool call, finish with the
+/// model's answer, check the turn limit, and take the model's turn. Each named step may end
+/// this one.
+async fn next_step(
+    shared: &Shared,
+    id: &str,
+    record: Arc<TaskRecord>,
+    replay: &mut Replay,
+) -> Result<Step, StepError> {
     let hub = &shared.hub;
-    let Some(record) = checks::open_task(hub, id)? else {
-        return Ok(Step::Stop);
-    };
     let Some(record) = checks::drain_news(shared, record, replay).await? else {
         return Ok(Step::Continue);
     };
@@ -188,11 +197,11 @@ async fn next_step(shared: &Shared, id: &str, replay: &mut Replay) -> Result<Ste
 /// way) no longer wants its children's work: each open one is canceled on its agent, so nothing
 /// keeps running for a parent that is gone. (A cancel request also does this itself; a second
 /// cancel of a child is harmless.)
-fn ended(shared: &Shared, id: &str, replay: &Replay, was_open: bool) {
+fn ended(shared: &Shared, id: &str, replay: &Replay, in_this_step: bool) {
     let Ok(Some(record)) = shared.hub.task_for_loop(id) else {
         return;
     };
-    if was_open && record.state().is_terminal() {
+    if in_this_step && record.state().is_terminal() {
         progress::task_ended(&record, replay.turn_calls);
     }
     let unanswered = matches!(
