@@ -66,6 +66,7 @@ fn benches(c: &mut Criterion) {
                         record: &record,
                         skills: &[],
                         summary: None,
+                        conversation: None,
                         history: black_box(&items),
                     },
                 );

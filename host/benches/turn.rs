@@ -220,6 +220,7 @@ impl Parts {
                 record,
                 skills: &[],
                 summary: None,
+                conversation: None,
                 history,
             },
         );

@@ -954,6 +954,7 @@ fn journal_kinds(store: &Store, id: &str) -> Vec<&'static str> {
             JournalEntry::ModelCall { .. } => "model_call",
             JournalEntry::ToolResult { .. } => "tool_result",
             JournalEntry::Compaction { .. } => "compaction",
+            JournalEntry::Conversation { .. } => "conversation",
         })
         .collect()
 }

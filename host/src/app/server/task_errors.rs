@@ -21,6 +21,14 @@ impl From<TaskError> for RpcError {
             TaskError::Terminal { id, state } => RpcError::new(UNSUPPORTED_OPERATION, message)
                 .with_metadata("taskId", id)
                 .with_metadata("state", state.wire_name()),
+            TaskError::Ended {
+                id,
+                state,
+                context_id,
+            } => RpcError::new(UNSUPPORTED_OPERATION, message)
+                .with_metadata("taskId", id)
+                .with_metadata("state", state.wire_name())
+                .with_metadata("contextId", context_id),
             TaskError::InvalidParams(detail) => RpcError::invalid_params("", detail),
             TaskError::Delegation(refusal) => delegation_refused(&refusal),
             TaskError::Unsupported(detail) => RpcError::unsupported(detail),
@@ -66,6 +74,14 @@ mod tests {
                 TaskError::Terminal {
                     id: "t".into(),
                     state: TaskState::Failed,
+                },
+                UNSUPPORTED_OPERATION,
+            ),
+            (
+                TaskError::Ended {
+                    id: "t".into(),
+                    state: TaskState::Completed,
+                    context_id: "c".into(),
                 },
                 UNSUPPORTED_OPERATION,
             ),
@@ -118,5 +134,21 @@ mod tests {
     fn internal_details_are_not_sent_to_the_caller() {
         let error = RpcError::from(TaskError::Internal("disk I/O at /var/secret".into()));
         assert!(!error.message.contains("secret"));
+    }
+
+    #[test]
+    fn a_message_to_an_ended_task_is_told_to_go_on_in_its_context() {
+        let error = RpcError::from(TaskError::Ended {
+            id: "t1".into(),
+            state: TaskState::Completed,
+            context_id: "c1".into(),
+        });
+        assert_eq!(
+            error.message,
+            "task t1 is COMPLETED and accepts no further messages; to go on with this \
+             conversation, send the message without taskId and with contextId c1: the new task \
+             reads this task's exchange"
+        );
+        assert_eq!(error.data[0]["metadata"]["contextId"], "c1");
     }
 }

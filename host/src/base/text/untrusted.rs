@@ -25,6 +25,7 @@ pub const HOST_SECTIONS: &[&str] = &[
     "participants",
     "skills_index",
     "agents",
+    "conversation",
     "task",
     "plan",
     "state_summary",

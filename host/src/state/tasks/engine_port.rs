@@ -28,6 +28,16 @@ pub trait Engine: Send + Sync {
         first: &FirstInput,
         seq: i64,
     ) -> Result<(), StoreError>;
+    /// Records `text`, the earlier exchanges of the new task's context
+    /// (`tasks::conversation`), as the engine's own step in the transaction `tx` that creates
+    /// the task, before its first input: every turn of the task reads it as its `conversation`
+    /// section, the same after a restart.
+    fn record_conversation(
+        &self,
+        tx: &mut Tx<'_>,
+        task_id: &str,
+        text: &str,
+    ) -> Result<(), StoreError>;
     /// Begins working a task that was just created.
     fn start(&self, task_id: &str);
     /// Begins working a task created with its first message already journaled (the entry of
@@ -60,4 +70,7 @@ pub struct FirstInput {
     pub(crate) trusted: bool,
     pub(crate) text: String,
     pub(crate) message_id: String,
+    /// The conversation recorded before it ([`Engine::record_conversation`]), so the loop that
+    /// starts drained holds what the journal holds.
+    pub(crate) conversation: Option<String>,
 }

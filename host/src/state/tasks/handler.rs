@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::conversation;
 use super::creator::{
     BriefRules, check_new_brief, join_as_admin, refuse_reserved_metadata, sender_of,
 };
@@ -161,10 +162,21 @@ impl Tasks {
         ext.token_budget = self.rules.budget_for(&ext);
         join_as_admin(&mut ext, sender, *trusted);
         let id = new_store_key();
-        let context_id = if message.context_id.is_empty() {
-            new_store_key()
+        // A context the client named may hold earlier tasks of the same conversation: those
+        // the sender took part in are read once, here. A minted context has none to read.
+        let (context_id, conversation) = if message.context_id.is_empty() {
+            (new_store_key(), None)
         } else {
-            message.context_id.clone()
+            let room = self
+                .inputs
+                .conversation_bytes(ext.model.as_deref(), conversation::MAX_CONVERSATION_BYTES);
+            let earlier = conversation::earlier_exchanges(
+                self.hub.store(),
+                sender,
+                &message.context_id,
+                room,
+            )?;
+            (message.context_id.clone(), earlier)
         };
         message.task_id = id.clone();
         message.context_id = context_id.clone();
@@ -188,7 +200,10 @@ impl Tasks {
         // A message that is plain input for the model is journaled with the task, which is
         // created working: the loop's first step is then the model call, one write fewer.
         // Followers still see it submitted (the snapshot), then working (announced below).
-        let first = self.engine.first_input(&record, &message);
+        let mut first = self.engine.first_input(&record, &message);
+        if let Some(first) = &mut first {
+            first.conversation = conversation.clone();
+        }
         if first.is_some() {
             record.status = TaskStatus {
                 state: TaskState::Working,
@@ -203,6 +218,9 @@ impl Tasks {
             .hub
             .create(record, message_id, move |tx| {
                 let seq = tx.append_message(&message.task_id, &message)?;
+                if let Some(text) = &conversation {
+                    engine.record_conversation(tx, &message.task_id, text)?;
+                }
                 if let Some(first) = &journaled {
                     engine.record_first_input(tx, &message.task_id, first, seq)?;
                 }
@@ -233,9 +251,10 @@ impl Tasks {
         let id = message.task_id.clone();
         let record = self.visible(sender, &id)?;
         if record.state().is_terminal() {
-            return Err(TaskError::Terminal {
+            return Err(TaskError::Ended {
                 id,
                 state: record.state(),
+                context_id: record.context_id,
             });
         }
         let change = BriefChange::read(&message)?;
@@ -277,9 +296,10 @@ impl Tasks {
                     events,
                 })
             }
-            Change::Terminal(record) => Err(TaskError::Terminal {
+            Change::Terminal(record) => Err(TaskError::Ended {
                 id,
                 state: record.state(),
+                context_id: record.context_id.clone(),
             }),
             Change::Missing => Err(TaskError::NotFound(id)),
         }

@@ -73,6 +73,14 @@ impl InputLimits {
         }
     }
 
+    /// The bytes the earlier exchanges of a new task's context may take
+    /// (`tasks::conversation`): the share of its model's budget a brief may take, as they are
+    /// sent with every turn beside it, and at most `cap`.
+    pub fn conversation_bytes(&self, model: Option<&str>, cap: usize) -> usize {
+        self.of(model)
+            .map_or(cap, |(limit, _)| limit.max_bytes().min(cap))
+    }
+
     /// Refuses a new task's first message whose text, or whose envelope brief, is more than
     /// the task's model may take. A task a participant works has no model: nothing is checked.
     pub fn check_new(

@@ -1,6 +1,7 @@
 //! Tasks as the harness keeps them: the A2A task and its extension, who may see and change it,
 //! and the hub through which every change is written and announced.
 
+pub mod conversation;
 pub mod creator;
 pub mod engine_port;
 pub mod envelope;

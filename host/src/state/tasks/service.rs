@@ -89,6 +89,22 @@ pub enum TaskError {
         /// The state it ended in.
         state: TaskState,
     },
+    /// A message to a task that has already ended. The way on is a new task in the same
+    /// context, which reads this one's exchange (`tasks::conversation`): the text says so.
+    #[error(
+        "task {id} is {} and accepts no further messages; to go on with this conversation, send \
+         the message without taskId and with contextId {context_id}: the new task reads this \
+         task's exchange",
+        .state.short_name()
+    )]
+    Ended {
+        /// The task's id.
+        id: String,
+        /// The state it ended in.
+        state: TaskState,
+        /// The task's context, where a follow-up task goes.
+        context_id: String,
+    },
     /// The request is malformed or breaks a rule; the text names the field and the fix.
     #[error("{0}")]
     InvalidParams(String),

@@ -192,21 +192,30 @@ pub struct TurnInput<'a> {
     pub skills: &'a [(&'a str, &'a str)],
     /// The summary of compacted history, if any.
     pub summary: Option<&'a str>,
+    /// The earlier exchanges of the task's context (`tasks::conversation`), cleaned when they
+    /// were read; `None` for a task that began a conversation.
+    pub conversation: Option<&'a str>,
     /// The live history as the model receives it, each item cleaned once by
     /// [`HistoryItem::to_message`] when it was recorded (the engine's replay keeps them so):
     /// a long history is not cleaned again at every turn.
     pub history: &'a [ChatMessage],
 }
 
-/// The per-task sections, in order: each `skill:{name}`, `task`, `plan`, `state_summary`. Their
-/// bodies hold text from participants, agents (a child's task id) and the model, so each is
-/// cleaned: only the host writes a tag here.
+/// The per-task sections, in order: each `skill:{name}`, `conversation` (when the task's context
+/// had earlier tasks), `task`, `plan`, `state_summary`. Their bodies hold text from
+/// participants, agents (a child's task id) and the model, so each is cleaned: only the host
+/// writes a tag here.
 pub fn render_per_task(input: &TurnInput<'_>) -> String {
     let mut sections: Vec<String> = input
         .skills
         .iter()
         .map(|(name, body)| section(&format!("skill:{name}"), &neutralise(body)))
         .collect();
+    if let Some(conversation) = input.conversation {
+        // Cleaned piece by piece when it was read, its agents' words inside untrusted blocks
+        // the host wrote: cleaning it again would disarm those blocks' own tags.
+        sections.push(section("conversation", conversation));
+    }
     sections.push(section("task", &neutralise(&render_task(input.record))));
     sections.push(section(
         "plan",
@@ -349,6 +358,7 @@ mod tests {
             record: &record,
             skills: &skills,
             summary: None,
+            conversation: None,
             history: &[],
         });
         assert_eq!(
@@ -381,6 +391,7 @@ mod tests {
                 record: &record,
                 skills: &[],
                 summary: None,
+                conversation: None,
                 history: &history
                     .iter()
                     .map(HistoryItem::to_message)

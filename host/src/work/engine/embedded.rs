@@ -268,6 +268,15 @@ impl Engine for EmbeddedEngine {
         inbox::record_first_input(tx, task_id, first, seq)
     }
 
+    fn record_conversation(
+        &self,
+        tx: &mut Tx<'_>,
+        task_id: &str,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        inbox::record_conversation(tx, task_id, text)
+    }
+
     fn start(&self, task_id: &str) {
         self.spawn(task_id, Origin::Created);
     }

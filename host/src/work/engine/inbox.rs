@@ -209,7 +209,24 @@ pub(crate) fn first_input(record: &TaskRecord, message: &Message) -> Option<Firs
         trusted,
         text,
         message_id: message.message_id.clone(),
+        conversation: None,
     })
+}
+
+/// Journals the earlier exchanges of a new task's context in the transaction that creates it:
+/// the engines' [`crate::state::tasks::engine_port::Engine::record_conversation`].
+pub(crate) fn record_conversation(
+    tx: &mut Tx<'_>,
+    task_id: &str,
+    text: &str,
+) -> Result<(), StoreError> {
+    tx.append_journal(
+        task_id,
+        &JournalEntry::Conversation {
+            text: text.to_string(),
+        },
+    )?;
+    Ok(())
 }
 
 /// Journals `first`, the message at `seq`, as the drain's entry for it, in the transaction that
@@ -239,6 +256,9 @@ impl FirstInput {
     /// it would have left it.
     pub(crate) fn replay(&self, seq: i64) -> Replay {
         let mut replay = Replay::default();
+        if let Some(text) = &self.conversation {
+            replay.apply(&JournalEntry::Conversation { text: text.clone() });
+        }
         replay.apply(&self.entry(seq));
         replay.newest_drained = Some((seq, Some(self.message_id.clone())));
         replay.skip_drain_once = true;

@@ -46,6 +46,12 @@ pub enum JournalEntry {
         /// What the harness did, as it answered the participant.
         outcome: String,
     },
+    /// The earlier exchanges of the task's context, read when it was created
+    /// (`tasks::conversation`): sent as the `conversation` section with every turn.
+    Conversation {
+        /// The section's text, cleaned when it was written.
+        text: String,
+    },
     /// A turn's model call and its reply.
     ModelCall {
         /// The reply as the model gave it: replayed instead of calling the model again.
@@ -91,6 +97,8 @@ pub struct Replay {
     messages: Vec<ChatMessage>,
     /// The summary of the folded history, sent before the live history.
     pub summary: Option<String>,
+    /// The earlier exchanges of the task's context, when it was created in one that had some.
+    pub conversation: Option<String>,
     /// History items the summary stands for: only those after it are sent.
     pub folded_through: usize,
     /// Turn calls recorded, which is also the scripted model's position.
@@ -192,6 +200,9 @@ impl Replay {
                     trusted: true,
                     text: format!("{text}\n({outcome})"),
                 });
+            }
+            JournalEntry::Conversation { text } => {
+                self.conversation = Some(text.clone());
             }
             JournalEntry::ModelCall { reply } => {
                 self.turn_calls += 1;

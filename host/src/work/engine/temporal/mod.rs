@@ -199,6 +199,15 @@ impl Engine for TemporalEngine {
         inbox::record_first_input(tx, task_id, first, seq)
     }
 
+    fn record_conversation(
+        &self,
+        tx: &mut Tx<'_>,
+        task_id: &str,
+        text: &str,
+    ) -> Result<(), StoreError> {
+        inbox::record_conversation(tx, task_id, text)
+    }
+
     fn start(&self, task_id: &str) {
         let workflows = self.workflows.clone();
         let id = task_id.to_string();

@@ -74,6 +74,7 @@ fn assemble_request(shared: &Shared, record: &TaskRecord, replay: &Replay) -> Mo
         record,
         skills: &skills,
         summary: replay.summary.as_deref(),
+        conversation: replay.conversation.as_deref(),
         history: replay.turn_messages(&record.ext.goal),
     };
     let settings = &shared.settings;
