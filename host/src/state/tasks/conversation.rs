@@ -4,6 +4,8 @@
 //! every turn read the same words). Only tasks the creator is a participant of are read: a
 //! caller who joins a context it was never part of gets nothing of it.
 
+use super::ids::new_store_key;
+use super::input_limit::InputLimits;
 use super::service::TaskError;
 use crate::base::protocol::extension::CHILD_REPORT_KEY;
 use crate::base::protocol::types::{Message, Role};
@@ -27,6 +29,25 @@ pub const MAX_CONVERSATION_BYTES: usize = 16_000;
 pub const CONVERSATION_PREAMBLE: &str = "Earlier tasks of this conversation (same context), oldest first. \
 The participant's words and your answers are what was said before this task: use them to understand \
 what this task refers to.";
+
+/// A new task's context and the earlier exchanges it reads. A context the client named may
+/// hold earlier tasks of the same conversation: those the sender took part in are read once,
+/// here, within the share of the task's `model` budget `inputs` allow. A context minted here
+/// (none named) has nothing to read.
+pub(super) fn context_of_new_task(
+    store: &Store,
+    inputs: &InputLimits,
+    sender: &str,
+    named: &str,
+    model: Option<&str>,
+) -> Result<(String, Option<String>), TaskError> {
+    if named.is_empty() {
+        return Ok((new_store_key(), None));
+    }
+    let room = inputs.conversation_bytes(model, MAX_CONVERSATION_BYTES);
+    let earlier = earlier_exchanges(store, sender, named, room)?;
+    Ok((named.to_string(), earlier))
+}
 
 /// The section's text for a new task in `context_id` created by `participant`, at most
 /// `max_bytes` long, or `None` when the participant has no earlier task there.

@@ -9,7 +9,7 @@ use super::conversation;
 use super::creator::{
     BriefRules, check_new_brief, join_as_admin, refuse_reserved_metadata, sender_of,
 };
-use super::engine_port::Engine;
+use super::engine_port::{Engine, FirstInput};
 use super::envelope::{BriefChange, read_brief};
 use super::events::TaskEvents;
 use super::hops;
@@ -22,7 +22,7 @@ use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendM
 use crate::base::protocol::types::{Message, TaskState, TaskStatus, timestamp_now};
 use crate::state::records::extension::TaskExtension;
 use crate::state::records::record::TaskRecord;
-use crate::state::store::{StoreError, TaskFilter};
+use crate::state::store::TaskFilter;
 
 /// Tasks listed per page when the request names no size.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
@@ -37,13 +37,6 @@ pub struct Tasks {
     rules: BriefRules,
     /// What one message may bring to the model of the task it creates or continues.
     inputs: InputLimits,
-}
-
-impl From<StoreError> for TaskError {
-    fn from(err: StoreError) -> TaskError {
-        tracing::error!("store error: {err}");
-        TaskError::Internal("the task store failed; see the server log".to_string())
-    }
 }
 
 impl Tasks {
@@ -162,22 +155,13 @@ impl Tasks {
         ext.token_budget = self.rules.budget_for(&ext);
         join_as_admin(&mut ext, sender, *trusted);
         let id = new_store_key();
-        // A context the client named may hold earlier tasks of the same conversation: those
-        // the sender took part in are read once, here. A minted context has none to read.
-        let (context_id, conversation) = if message.context_id.is_empty() {
-            (new_store_key(), None)
-        } else {
-            let room = self
-                .inputs
-                .conversation_bytes(ext.model.as_deref(), conversation::MAX_CONVERSATION_BYTES);
-            let earlier = conversation::earlier_exchanges(
-                self.hub.store(),
-                sender,
-                &message.context_id,
-                room,
-            )?;
-            (message.context_id.clone(), earlier)
-        };
+        let (context_id, conversation) = conversation::context_of_new_task(
+            self.hub.store(),
+            &self.inputs,
+            sender,
+            &message.context_id,
+            ext.model.as_deref(),
+        )?;
         message.task_id = id.clone();
         message.context_id = context_id.clone();
         let mut record = TaskRecord {
@@ -200,10 +184,10 @@ impl Tasks {
         // A message that is plain input for the model is journaled with the task, which is
         // created working: the loop's first step is then the model call, one write fewer.
         // Followers still see it submitted (the snapshot), then working (announced below).
-        let mut first = self.engine.first_input(&record, &message);
-        if let Some(first) = &mut first {
-            first.conversation = conversation.clone();
-        }
+        let first = (self.engine.first_input(&record, &message)).map(|first| FirstInput {
+            conversation: conversation.clone(),
+            ..first
+        });
         if first.is_some() {
             record.status = TaskStatus {
                 state: TaskState::Working,

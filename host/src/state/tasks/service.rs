@@ -1,5 +1,6 @@
 //! The seam between the protocol server and the harness: what a caller can do to tasks.
 
+use crate::state::store::StoreError;
 use async_trait::async_trait;
 
 use super::events::TaskEvents;
@@ -118,6 +119,14 @@ pub enum TaskError {
     /// The harness failed (the store, most often); the text is safe to show, the log has more.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// A store failure, logged in full here; the caller is told only that the store failed.
+impl From<StoreError> for TaskError {
+    fn from(err: StoreError) -> TaskError {
+        tracing::error!("store error: {err}");
+        TaskError::Internal("the task store failed; see the server log".to_string())
+    }
 }
 
 impl From<super::hops::HopError> for TaskError {
