@@ -1,11 +1,11 @@
 //! The seam between the protocol server and the harness: what a caller can do to tasks.
 
-use crate::state::store::StoreError;
 use async_trait::async_trait;
 
 use super::events::TaskEvents;
 use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
 use crate::base::protocol::types::{Task, TaskState};
+use crate::state::store::StoreError;
 
 /// The participant id of a caller that names none.
 pub const ANONYMOUS_PARTICIPANT: &str = crate::base::config::ANONYMOUS_PARTICIPANT_ID;
