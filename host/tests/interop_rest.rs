@@ -145,7 +145,7 @@ async fn get_tasks_lists_the_tasks_of_a_context_without_artifacts() {
 }
 
 #[tokio::test]
-async fn post_cancel_cancels_a_waiting_task_and_a_second_cancel_is_a_conflict() {
+async fn post_cancel_cancels_a_waiting_task_and_a_second_cancel_is_refused_as_not_cancelable() {
     let harness = Harness::conformance().await;
     let waiting = task(&harness, "tck-input-required").await;
     assert_eq!(waiting["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
@@ -154,7 +154,9 @@ async fn post_cancel_cancels_a_waiting_task_and_a_second_cancel_is_a_conflict() 
     assert_eq!(status, 200, "{canceled}");
     assert_eq!(canceled["status"]["state"], "TASK_STATE_CANCELED");
     let (status, again) = harness.rest("POST", &path, Some(json!({}))).await;
-    assert_eq!(status, 409);
+    // A2A 1.0.1: 400 with FAILED_PRECONDITION (1.0.0 said 409).
+    assert_eq!(status, 400);
+    assert_eq!(again["error"]["status"], "FAILED_PRECONDITION");
     assert_eq!(reason(&again), "TASK_NOT_CANCELABLE");
 }
 
@@ -203,7 +205,8 @@ async fn an_unknown_task_is_404_with_a_google_rpc_status_naming_task_not_found()
 }
 
 #[tokio::test]
-async fn a_body_that_is_not_json_or_a_part_of_an_unknown_media_type_is_415() {
+async fn a_body_that_is_not_json_or_a_part_of_an_unknown_media_type_is_400_content_type_not_supported()
+ {
     let harness = Harness::conformance().await;
     let response = harness
         .http
@@ -213,12 +216,14 @@ async fn a_body_that_is_not_json_or_a_part_of_an_unknown_media_type_is_415() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 415);
+    // A2A 1.0.1: 400 with INVALID_ARGUMENT (1.0.0 said 415).
+    assert_eq!(response.status(), 400);
     assert_eq!(response.headers()["content-type"], "application/json");
     let part = json!({"raw": "dGNr", "mediaType": "application/x-unknown"});
     let body = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [part]}});
     let (status, error) = harness.rest("POST", "/message:send", Some(body)).await;
-    assert_eq!(status, 415);
+    assert_eq!(status, 400);
+    assert_eq!(error["error"]["status"], "INVALID_ARGUMENT");
     assert_eq!(reason(&error), "CONTENT_TYPE_NOT_SUPPORTED");
 }
 
@@ -301,4 +306,35 @@ async fn a_finished_task_takes_no_message_and_no_subscription() {
         .rest("POST", &format!("/tasks/{id}:subscribe"), None)
         .await;
     assert_eq!((status, reason(&error)), (400, "UNSUPPORTED_OPERATION"));
+}
+
+#[tokio::test]
+async fn a_client_that_asks_for_a2a_json_gets_it_and_others_get_application_json() {
+    let harness = Harness::conformance().await;
+    let get = |accept: Option<&'static str>| {
+        let mut request = harness
+            .http
+            .get(harness.url("/tasks"))
+            .header("A2A-Version", "1.0");
+        if let Some(accept) = accept {
+            request = request.header("Accept", accept);
+        }
+        request.send()
+    };
+    let asked = get(Some("application/a2a+json")).await.unwrap();
+    assert_eq!(asked.status(), 200);
+    assert_eq!(asked.headers()["content-type"], "application/a2a+json");
+    let plain = get(None).await.unwrap();
+    assert_eq!(plain.headers()["content-type"], "application/json");
+    // An error is a google.rpc.Status, application/json whatever was asked.
+    let missing = harness
+        .http
+        .get(harness.url("/tasks/no-such-task"))
+        .header("A2A-Version", "1.0")
+        .header("Accept", "application/a2a+json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    assert_eq!(missing.headers()["content-type"], "application/json");
 }

@@ -50,14 +50,43 @@ fn check_one_of(headers: &HeaderMap, version: &str) -> Result<(), RpcError> {
 /// Whether a `Content-Type` value is JSON: `application/json`, or a `+json` type such as
 /// `application/a2a+json` (§11.1), parameters ignored.
 pub fn is_json_media_type(value: &str) -> bool {
-    let essence = value
+    let essence = media_essence(value);
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// The media type A2A 1.0.1 prefers for HTTP+JSON payloads (§11.1).
+pub const A2A_JSON_MEDIA_TYPE: &str = "application/a2a+json";
+
+/// Whether a request asks for [`A2A_JSON_MEDIA_TYPE`] answers: its `Accept` names it, or, with
+/// no `Accept` that names a JSON type, its body came as it. A client that sends and accepts
+/// plain `application/json` (most JSON clients, the TCK among them) keeps getting it.
+pub fn prefers_a2a_json(headers: &HeaderMap) -> bool {
+    let named = |name| {
+        headers.get_all(name).iter().any(|value| {
+            String::from_utf8_lossy(value.as_bytes())
+                .split(',')
+                .any(|item| media_essence(item) == A2A_JSON_MEDIA_TYPE)
+        })
+    };
+    if named(axum::http::header::ACCEPT) {
+        return true;
+    }
+    let accepts_json = headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .any(|value| String::from_utf8_lossy(value.as_bytes()).contains("json"));
+    !accepts_json && named(axum::http::header::CONTENT_TYPE)
+}
+
+/// A media type's essence: before its parameters, trimmed, lower case.
+fn media_essence(value: &str) -> String {
+    value
         .split(';')
         .next()
         .unwrap_or_default()
         .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
+        .to_ascii_lowercase()
 }
 
 /// `version` or `version.<patch>`, where the patch is digits.
@@ -204,5 +233,35 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a2a_json_answers_go_to_clients_that_ask_for_them() {
+        let with = |pairs: &[(&str, &str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.append(
+                    axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    value.parse().unwrap(),
+                );
+            }
+            prefers_a2a_json(&headers)
+        };
+        assert!(with(&[("accept", "application/a2a+json")]));
+        assert!(with(&[(
+            "accept",
+            "text/plain, Application/A2A+JSON; q=0.9"
+        )]));
+        assert!(with(&[("content-type", "application/a2a+json")]));
+        assert!(with(&[
+            ("content-type", "application/a2a+json"),
+            ("accept", "*/*")
+        ]));
+        assert!(!with(&[
+            ("content-type", "application/a2a+json"),
+            ("accept", "application/json")
+        ]));
+        assert!(!with(&[("content-type", "application/json")]));
+        assert!(!with(&[]));
     }
 }

@@ -37,9 +37,9 @@ use crate::base::protocol::types::StreamResponse;
 use crate::base::text::log_field;
 use status::{Refusal, error_response, with_json};
 
-/// The media type of every REST response body. §11.1 prefers `application/a2a+json`, but the
-/// clients in use (the TCK among them) look for `application/json`, which every JSON client
-/// reads.
+/// The media type of REST response bodies unless the client asks for `application/a2a+json`,
+/// which A2A 1.0.1 prefers (§11.1): [`a2a_media_type`] answers it then. Errors stay
+/// `application/json`: a `google.rpc.Status` is no A2A payload.
 pub const RESPONSE_MEDIA_TYPE: &str = "application/json";
 /// The verb suffix of the cancel route.
 const CANCEL: &str = "cancel";
@@ -62,6 +62,25 @@ pub(crate) fn routes() -> Router<Arc<App>> {
             get(push_config).delete(push_config),
         )
         .route("/extendedAgentCard", get(extended_agent_card))
+        .layer(axum::middleware::from_fn(a2a_media_type))
+}
+
+/// A successful JSON answer labelled `application/a2a+json` for a client that asks for it
+/// ([`headers::prefers_a2a_json`]); any other answer as it is.
+async fn a2a_media_type(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let wanted = headers::prefers_a2a_json(request.headers());
+    let mut response = next.run(request).await;
+    if wanted
+        && response.status().is_success()
+        && response.headers().get(header::CONTENT_TYPE)
+            == Some(&HeaderValue::from_static(RESPONSE_MEDIA_TYPE))
+    {
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(headers::A2A_JSON_MEDIA_TYPE),
+        );
+    }
+    response
 }
 
 /// Unknown paths get a §11.6 body too, so REST clients can read every error the same way.

@@ -11,24 +11,22 @@ use crate::app::server::identity::{self, IdentityError};
 use crate::base::protocol::jsonrpc::{self, RpcError};
 use crate::base::text::log_field;
 
-/// The HTTP status and `google.rpc.Code` name of an A2A (or JSON-RPC) error code. A2A errors
-/// follow the table of §5.4 as the 1.0 specification published with the TCK gives it (409 for
-/// a task that cannot be canceled, 415 for an unsupported content type, 502 for an invalid agent
-/// response).
+/// The HTTP status and `google.rpc.Code` name of an A2A (or JSON-RPC) error code: the table of
+/// §5.4 as A2A 1.0.1 gives it, where each HTTP status is the one `google.rpc.Code` maps its code
+/// to (1.0.0 had 409 for a task that cannot be canceled, 415 for an unsupported content type,
+/// 502 for an invalid agent response and `UNIMPLEMENTED` for three errors; docs/conformance.md).
+/// Errors that share a status are told apart by the `ErrorInfo` reason every error carries.
 pub fn http_status(code: i32) -> (StatusCode, &'static str) {
     match code {
         jsonrpc::TASK_NOT_FOUND | jsonrpc::METHOD_NOT_FOUND => (StatusCode::NOT_FOUND, "NOT_FOUND"),
-        jsonrpc::TASK_NOT_CANCELABLE => (StatusCode::CONFLICT, "FAILED_PRECONDITION"),
-        jsonrpc::PUSH_NOTIFICATION_NOT_SUPPORTED
+        jsonrpc::TASK_NOT_CANCELABLE
+        | jsonrpc::PUSH_NOTIFICATION_NOT_SUPPORTED
         | jsonrpc::UNSUPPORTED_OPERATION
-        | jsonrpc::VERSION_NOT_SUPPORTED => (StatusCode::BAD_REQUEST, "UNIMPLEMENTED"),
-        jsonrpc::CONTENT_TYPE_NOT_SUPPORTED => {
-            (StatusCode::UNSUPPORTED_MEDIA_TYPE, "INVALID_ARGUMENT")
-        }
-        jsonrpc::INVALID_AGENT_RESPONSE => (StatusCode::BAD_GATEWAY, "INTERNAL"),
-        jsonrpc::EXTENDED_AGENT_CARD_NOT_CONFIGURED | jsonrpc::EXTENSION_SUPPORT_REQUIRED => {
-            (StatusCode::BAD_REQUEST, "FAILED_PRECONDITION")
-        }
+        | jsonrpc::VERSION_NOT_SUPPORTED
+        | jsonrpc::EXTENDED_AGENT_CARD_NOT_CONFIGURED
+        | jsonrpc::EXTENSION_SUPPORT_REQUIRED => (StatusCode::BAD_REQUEST, "FAILED_PRECONDITION"),
+        jsonrpc::CONTENT_TYPE_NOT_SUPPORTED => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        jsonrpc::INVALID_AGENT_RESPONSE => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
         jsonrpc::PARSE_ERROR | jsonrpc::INVALID_REQUEST | jsonrpc::INVALID_PARAMS => {
             (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT")
         }
@@ -117,22 +115,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a2a_errors_map_to_the_http_statuses_of_section_5_4() {
+    fn a2a_errors_map_to_the_statuses_of_section_5_4_in_1_0_1() {
         let cases = [
-            (jsonrpc::TASK_NOT_FOUND, 404),
-            (jsonrpc::TASK_NOT_CANCELABLE, 409),
-            (jsonrpc::PUSH_NOTIFICATION_NOT_SUPPORTED, 400),
-            (jsonrpc::UNSUPPORTED_OPERATION, 400),
-            (jsonrpc::CONTENT_TYPE_NOT_SUPPORTED, 415),
-            (jsonrpc::INVALID_AGENT_RESPONSE, 502),
-            (jsonrpc::EXTENDED_AGENT_CARD_NOT_CONFIGURED, 400),
-            (jsonrpc::EXTENSION_SUPPORT_REQUIRED, 400),
-            (jsonrpc::VERSION_NOT_SUPPORTED, 400),
-            (jsonrpc::INVALID_PARAMS, 400),
-            (jsonrpc::INTERNAL_ERROR, 500),
+            (jsonrpc::TASK_NOT_FOUND, 404, "NOT_FOUND"),
+            (jsonrpc::TASK_NOT_CANCELABLE, 400, "FAILED_PRECONDITION"),
+            (
+                jsonrpc::PUSH_NOTIFICATION_NOT_SUPPORTED,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (jsonrpc::UNSUPPORTED_OPERATION, 400, "FAILED_PRECONDITION"),
+            (jsonrpc::CONTENT_TYPE_NOT_SUPPORTED, 400, "INVALID_ARGUMENT"),
+            (jsonrpc::INVALID_AGENT_RESPONSE, 500, "INTERNAL"),
+            (
+                jsonrpc::EXTENDED_AGENT_CARD_NOT_CONFIGURED,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (
+                jsonrpc::EXTENSION_SUPPORT_REQUIRED,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (jsonrpc::VERSION_NOT_SUPPORTED, 400, "FAILED_PRECONDITION"),
+            (jsonrpc::INVALID_PARAMS, 400, "INVALID_ARGUMENT"),
+            (jsonrpc::INTERNAL_ERROR, 500, "INTERNAL"),
         ];
-        for (code, status) in cases {
-            assert_eq!(http_status(code).0.as_u16(), status, "code {code}");
+        for (code, status, name) in cases {
+            assert_eq!(
+                http_status(code),
+                (StatusCode::from_u16(status).unwrap(), name),
+                "code {code}"
+            );
         }
     }
 
