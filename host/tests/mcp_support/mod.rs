@@ -206,3 +206,48 @@ pub fn notes(dir: &Path, file: &str) -> Vec<String> {
 pub fn completed(task: &Task) -> bool {
     task.status.state == TaskState::Completed
 }
+
+/// A TCP gate on 127.0.0.1:0 for a server that starts later: it closes every connection until
+/// [`Gate::open`] names where to forward them, as if nothing listened there yet.
+pub struct Gate {
+    pub address: std::net::SocketAddr,
+    upstream: Arc<std::sync::Mutex<Option<String>>>,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+impl Gate {
+    pub async fn start() -> Gate {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let upstream: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+        let to = upstream.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let Some(target) = to.lock().unwrap().clone() else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        });
+        Gate {
+            address,
+            upstream,
+            _task: task,
+        }
+    }
+
+    /// Forwards every later connection to `url`'s host and port.
+    pub fn open(&self, url: &str) {
+        let authority = url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string();
+        *self.upstream.lock().unwrap() = Some(authority);
+    }
+}
