@@ -12,8 +12,8 @@ mod support {
 use std::process::Command;
 
 use mcp_support::{
-    Gate, HttpServer, caller, completed, python, quoted, runtime, runtime_with_env, settled,
-    start_task, stdio_entry, tool_results, user_message,
+    Gate, SHARED_TOKEN, caller, completed, python, quoted, runtime_with_env, settled,
+    shared_http_server, start_task, stdio_entry, tool_results, user_message,
 };
 use serde_json::json;
 use support::harness_process::HARNESS;
@@ -27,7 +27,7 @@ const EXIT_CONFIG: i32 = 2;
 async fn a_streamable_http_server_answers_calls_and_check_lists_its_tools() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let server = HttpServer::start(&python, dir.path(), Some("t0ken"));
+    let server = shared_http_server(&python);
     let mcp = format!(
         "[[mcp]]\nname = \"web\"\nurl = \"{}\"\nheaders_env = {{ X-Fixture-Token = \"FIXTURE_TOKEN\" }}\ntools = [\"echo\", \"weather\"]\n",
         server.url
@@ -40,7 +40,7 @@ async fn a_streamable_http_server_answers_calls_and_check_lists_its_tools() {
         dir.path(),
         &mcp,
         model.clone(),
-        &[("FIXTURE_TOKEN", "t0ken")],
+        &[("FIXTURE_TOKEN", SHARED_TOKEN)],
     )
     .await;
     let mcp_tools: Vec<String> = h
@@ -68,7 +68,7 @@ async fn a_streamable_http_server_answers_calls_and_check_lists_its_tools() {
     let out = Command::new(HARNESS)
         .args(["check", "--config"])
         .arg(&config)
-        .env("FIXTURE_TOKEN", "t0ken")
+        .env("FIXTURE_TOKEN", SHARED_TOKEN)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -172,17 +172,23 @@ fn a_required_server_that_cannot_be_reached_stops_start_up_naming_its_entry() {
 async fn an_optional_server_down_at_start_up_joins_once_it_answers_and_its_tools_are_offered() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    // Nothing answers behind the gate until the server is started, after the harness.
+    // Nothing answers behind the gate until it is opened, after the harness started.
     let gate = Gate::start().await;
     let mcp = format!(
-        "[[mcp]]\nname = \"late\"\nurl = \"http://{}/mcp\"\noptional = true\ntools = [\"weather\"]\n",
+        "[[mcp]]\nname = \"late\"\nurl = \"http://{}/mcp\"\noptional = true\ntools = [\"weather\"]\nheaders_env = {{ X-Fixture-Token = \"FIXTURE_TOKEN\" }}\n",
         gate.address
     );
     let model = PlayModel::new(vec![
         tool_reply("mcp__late__weather", json!({"city": "Lima"})),
         reply("done"),
     ]);
-    let h = runtime(dir.path(), &mcp, model.clone()).await;
+    let h = runtime_with_env(
+        dir.path(),
+        &mcp,
+        model.clone(),
+        &[("FIXTURE_TOKEN", SHARED_TOKEN)],
+    )
+    .await;
     let tools = h.tools.clone();
     let tasks = h.tasks.clone();
     assert!(
@@ -195,7 +201,8 @@ async fn an_optional_server_down_at_start_up_joins_once_it_answers_and_its_tools
         let _ = stopped.await;
     }));
 
-    let server = HttpServer::start(&python, dir.path(), None);
+    // The server (shared with the other tests of this file) becomes reachable only now.
+    let server = shared_http_server(&python);
     gate.open(&server.url);
     let started = std::time::Instant::now();
     // The retries wait 1, 2, 4, 8 … s: the join comes within a few of them once it answers.
