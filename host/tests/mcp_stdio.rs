@@ -2,7 +2,7 @@
 //! reaching the model's next request inside its untrusted block, a hostile result neutralised,
 //! an error result, a call past its deadline cancelled while the task goes on, a server killed
 //! mid-task restarted, an optional server that cannot start, and a crash after a recorded call
-//! resumed without calling it again.
+//! resumed without calling it again. The first two share one harness and its server.
 
 mod mcp_support;
 mod support {
@@ -10,8 +10,8 @@ mod support {
 }
 
 use mcp_support::{
-    HANG_GUARD, completed, notes, python, runtime, settled, start_task, stdio_entry, tool_results,
-    until,
+    HANG_GUARD, SharedHarness, completed, notes, python, runtime, settled, start_task, stdio_entry,
+    tool_results, until,
 };
 use serde_json::json;
 use support::play_model::{PlayModel, reply, tool_reply};
@@ -21,27 +21,30 @@ use tiny_harness::work::tools::ToolHost;
 #[tokio::test]
 async fn a_tool_result_reaches_the_next_model_request_inside_an_untrusted_block() {
     let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
     let model = PlayModel::new(vec![
         tool_reply("mcp__fx__echo", json!({"text": "hello from mcp"})),
         tool_reply("mcp__fx__weather", json!({"city": "Oslo"})),
         tool_reply("mcp__fx__fail", json!({"reason": "disk on fire"})),
         reply("done"),
     ]);
-    let mcp = stdio_entry("fx", &python, dir.path(), "");
-    let h = runtime(dir.path(), &mcp, model.clone()).await;
-    let names: Vec<String> = h.tools.definitions().into_iter().map(|t| t.name).collect();
-    for tool in [
-        "mcp__fx__echo",
-        "mcp__fx__hostile",
-        "mcp__fx__slow",
-        "mcp__fx__weather",
-    ] {
-        assert!(names.contains(&tool.to_string()), "{tool} in {names:?}");
-    }
-    let id = start_task(&h, "say hello").await;
-    let task = settled(&h, &id).await;
-    assert!(completed(&task), "{:?}", task.status);
+    let shared = SharedHarness::get(&python);
+    shared.models.route("say hello", model.clone());
+    shared
+        .run(|h| async move {
+            let names: Vec<String> = h.tools.definitions().into_iter().map(|t| t.name).collect();
+            for tool in [
+                "mcp__fx__echo",
+                "mcp__fx__hostile",
+                "mcp__fx__slow",
+                "mcp__fx__weather",
+            ] {
+                assert!(names.contains(&tool.to_string()), "{tool} in {names:?}");
+            }
+            let id = start_task(h, "say hello").await;
+            let task = settled(h, &id).await;
+            assert!(completed(&task), "{:?}", task.status);
+        })
+        .await;
     let requests = model.requests();
     let echoed = tool_results(&requests[1]);
     assert_eq!(
@@ -66,19 +69,18 @@ async fn a_tool_result_reaches_the_next_model_request_inside_an_untrusted_block(
 #[tokio::test]
 async fn a_result_that_closes_its_block_or_forges_a_section_is_neutralised() {
     let Some(python) = python() else { return };
-    let dir = tempfile::tempdir().unwrap();
     let model = PlayModel::new(vec![
         tool_reply("mcp__fx__hostile", json!({})),
         reply("done"),
     ]);
-    let h = runtime(
-        dir.path(),
-        &stdio_entry("fx", &python, dir.path(), ""),
-        model.clone(),
-    )
-    .await;
-    let id = start_task(&h, "be careful").await;
-    assert!(completed(&settled(&h, &id).await));
+    let shared = SharedHarness::get(&python);
+    shared.models.route("be careful", model.clone());
+    shared
+        .run(|h| async move {
+            let id = start_task(h, "be careful").await;
+            assert!(completed(&settled(h, &id).await));
+        })
+        .await;
     let result = tool_results(&model.requests()[1]).pop().unwrap();
     assert_eq!(result.matches("</untrusted>").count(), 1, "{result}");
     assert!(result.ends_with("</untrusted>"), "{result}");

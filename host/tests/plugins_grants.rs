@@ -9,22 +9,18 @@
 mod support {
     pub mod captured_logs;
     pub mod fixtures;
+    pub mod granted_server;
     pub mod harness_process;
 }
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
 use serde_json::json;
 use support::captured_logs::CapturedLogs;
 use support::fixtures;
+use support::granted_server::{Server, TOKEN};
 use tiny_harness::app::runtime::offline_prompt_context;
 use tiny_harness::base::config::{Config, PluginGrant};
 use tiny_harness::base::model::ToolCall;
@@ -35,97 +31,6 @@ use tiny_harness::work::engine::{ToolContext, ToolHost, ToolOutcome};
 use tiny_harness::work::plugins::{
     CallLimits, MAX_RESPONSE_BYTES, PluginHost, PluginSettings, SECRET_MASK,
 };
-
-/// The secret the tests grant, as the environment would hold it.
-const TOKEN: &str = "tok-4f9a1c7e-never-in-the-guest";
-
-/// A loopback HTTP server that records what it was sent.
-struct Server {
-    address: SocketAddr,
-    hits: Arc<AtomicUsize>,
-    /// The `authorization` header of each request, as received.
-    authorizations: Arc<Mutex<Vec<Option<String>>>>,
-    _task: tokio::task::JoinHandle<()>,
-}
-
-impl Server {
-    /// Serves `/hello`, `/echo-auth` (the authorization it got, in its body and a header),
-    /// `/redirect?to=URL` (302 to it) and `/big` (one byte over the cap).
-    async fn start() -> Server {
-        let hits = Arc::new(AtomicUsize::new(0));
-        let authorizations = Arc::new(Mutex::new(Vec::new()));
-        let (h, a) = (hits.clone(), authorizations.clone());
-        let record = move |headers: &HeaderMap| {
-            h.fetch_add(1, Ordering::SeqCst);
-            let auth = headers
-                .get(header::AUTHORIZATION)
-                .map(|v| v.to_str().unwrap().to_string());
-            a.lock().unwrap().push(auth.clone());
-            auth
-        };
-        let (r1, r2, r3, r4) = (record.clone(), record.clone(), record.clone(), record);
-        let app = Router::new()
-            .route(
-                "/hello",
-                get(move |headers: HeaderMap| async move {
-                    r1(&headers);
-                    "hello from the granted server"
-                }),
-            )
-            .route(
-                "/echo-auth",
-                get(move |headers: HeaderMap| async move {
-                    let auth = r2(&headers).unwrap_or_default();
-                    let encoding = headers
-                        .get(header::ACCEPT_ENCODING)
-                        .map(|v| v.to_str().unwrap().to_string())
-                        .unwrap_or_default();
-                    (
-                        [("x-echo", auth.clone()), ("x-accept-encoding", encoding)],
-                        format!("you sent: {auth}"),
-                    )
-                }),
-            )
-            .route(
-                "/redirect",
-                get(
-                    move |headers: HeaderMap,
-                          axum::extract::Query(q): axum::extract::Query<
-                        BTreeMap<String, String>,
-                    >| async move {
-                        r3(&headers);
-                        (StatusCode::FOUND, [(header::LOCATION, q["to"].clone())]).into_response()
-                    },
-                ),
-            )
-            .route(
-                "/big",
-                get(move |headers: HeaderMap| async move {
-                    r4(&headers);
-                    "x".repeat(MAX_RESPONSE_BYTES + 1)
-                }),
-            );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
-        Server {
-            address,
-            hits,
-            authorizations,
-            _task: task,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.address)
-    }
-
-    fn hits(&self) -> usize {
-        self.hits.load(Ordering::SeqCst)
-    }
-}
 
 fn grant(toml_text: &str) -> PluginGrant {
     toml::from_str(toml_text).expect("a grant")

@@ -1,17 +1,22 @@
 //! Support for the MCP tests: the Python MCP server of `fixtures/mcp/server.py` (the official
 //! `mcp` package, installed by interop/setup.sh into interop/python/.venv-mcp), over stdio or
 //! streamable HTTP on 127.0.0.1:0, and a harness runtime built in this process around a played
-//! model with `[[mcp]]` entries.
+//! model with `[[mcp]]` entries. Starting the Python server costs seconds of CPU, so a test file
+//! shares one where its tests allow it: [`shared_http_server`] (one server process per test
+//! binary) and [`SharedHarness`] (one harness and its stdio server per test binary, each test's
+//! task played by its own model).
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use tiny_harness::app::runtime::Runtime;
 use tiny_harness::base::config::Config;
-use tiny_harness::base::model::{ChatMessage, Model, ModelRequest};
+use tiny_harness::base::model::{ChatMessage, Model, ModelError, ModelReply, ModelRequest};
 use tiny_harness::base::protocol::requests::SendMessageRequest;
 use tiny_harness::base::protocol::types::{Message, Part, Role, Task, TaskState};
 use tiny_harness::state::tasks::{Caller, TaskService};
@@ -77,6 +82,11 @@ impl HttpServer {
         if let Some(token) = token {
             command.env("MCP_FIXTURE_TOKEN", token);
         }
+        // The server exits when this pipe closes: with the test binary, for a shared server
+        // that is never dropped.
+        command
+            .stdin(Stdio::piped())
+            .env("MCP_FIXTURE_EXIT_WITH_PARENT", "1");
         let child = command.spawn().unwrap();
         let deadline = std::time::Instant::now() + HANG_GUARD;
         let port = loop {
@@ -205,4 +215,164 @@ pub fn notes(dir: &Path, file: &str) -> Vec<String> {
 
 pub fn completed(task: &Task) -> bool {
     task.status.state == TaskState::Completed
+}
+
+/// A TCP gate on 127.0.0.1:0 for a server that starts later: it closes every connection until
+/// [`Gate::open`] names where to forward them, as if nothing listened there yet.
+pub struct Gate {
+    pub address: std::net::SocketAddr,
+    upstream: Arc<std::sync::Mutex<Option<String>>>,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+impl Gate {
+    pub async fn start() -> Gate {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let upstream: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
+        let to = upstream.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let Some(target) = to.lock().unwrap().clone() else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        });
+        Gate {
+            address,
+            upstream,
+            _task: task,
+        }
+    }
+
+    /// Forwards every later connection to `url`'s host and port.
+    pub fn open(&self, url: &str) {
+        let authority = url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string();
+        *self.upstream.lock().unwrap() = Some(authority);
+    }
+}
+
+/// The token the shared HTTP server requires (`X-Fixture-Token`).
+pub const SHARED_TOKEN: &str = "t0ken";
+
+/// One fixture server over streamable HTTP for the whole test binary, requiring
+/// [`SHARED_TOKEN`]; its notes go to a folder of its own. It exits with the test binary.
+pub fn shared_http_server(python: &Path) -> &'static HttpServer {
+    static SERVER: OnceLock<(tempfile::TempDir, HttpServer)> = OnceLock::new();
+    &SERVER
+        .get_or_init(|| {
+            let notes = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            let server = HttpServer::start(python, notes.path(), Some(SHARED_TOKEN));
+            (notes, server)
+        })
+        .1
+}
+
+/// A model that hands each task to the model registered for its goal, so the tests sharing one
+/// harness each play their own script.
+#[derive(Default)]
+pub struct RoutedModel {
+    routes: Mutex<HashMap<String, Arc<dyn Model>>>,
+}
+
+impl RoutedModel {
+    /// Tasks whose goal is `goal` are played by `model`.
+    pub fn route(&self, goal: &str, model: Arc<dyn Model>) {
+        self.routes.lock().unwrap().insert(goal.to_string(), model);
+    }
+}
+
+#[async_trait]
+impl Model for RoutedModel {
+    fn describe(&self) -> String {
+        "routed".into()
+    }
+    fn context_window(&self) -> Option<usize> {
+        None
+    }
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let goal = goal_of(request).unwrap_or_default();
+        let model = self.routes.lock().unwrap().get(&goal).cloned();
+        match model {
+            Some(model) => model.complete(request).await,
+            None => Err(ModelError::InvalidResponse(format!(
+                "no model routed for the goal {goal:?}"
+            ))),
+        }
+    }
+}
+
+/// The goal line of the request's task section (the first message holds the sections).
+fn goal_of(request: &ModelRequest) -> Option<String> {
+    let ChatMessage::User { content } = request.messages.first()? else {
+        return None;
+    };
+    content
+        .lines()
+        .find_map(|line| line.strip_prefix("goal: "))
+        .map(str::to_string)
+}
+
+/// One harness for the whole test binary, with the fixture over stdio as `[[mcp]] fx`, on a
+/// runtime of its own (a test's runtime ends with the test). Each test routes its goal to its
+/// own model and runs its body on [`SharedHarness::run`].
+pub struct SharedHarness {
+    pub harness: Arc<Runtime>,
+    pub models: Arc<RoutedModel>,
+    runtime: tokio::runtime::Runtime,
+    _dir: tempfile::TempDir,
+}
+
+impl SharedHarness {
+    /// The harness, built on first use.
+    pub fn get(python: &Path) -> &'static SharedHarness {
+        static SHARED: OnceLock<SharedHarness> = OnceLock::new();
+        SHARED.get_or_init(|| {
+            let python = python.to_path_buf();
+            // Built on a thread of its own: this may run inside a test's runtime, which cannot
+            // block on another.
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+                let models = Arc::new(RoutedModel::default());
+                let mcp = stdio_entry("fx", &python, dir.path(), "");
+                let harness = runtime.block_on(self::runtime(dir.path(), &mcp, models.clone()));
+                SharedHarness {
+                    harness: Arc::new(harness),
+                    models,
+                    runtime,
+                    _dir: dir,
+                }
+            })
+            .join()
+            .expect("the shared harness started")
+        })
+    }
+
+    /// Runs `body` on the shared harness's runtime, with the harness.
+    pub async fn run<F, Fut>(&'static self, body: F)
+    where
+        F: FnOnce(&'static Runtime) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let harness: &'static Runtime = &self.harness;
+        let handle = self.runtime.spawn(body(harness));
+        if let Err(err) = handle.await {
+            std::panic::resume_unwind(err.into_panic());
+        }
+    }
 }

@@ -365,6 +365,7 @@ impl Runtime {
             self.unreachable.clone(),
         )
         .start(&stop_late);
+        self.tools.start_late(&stop_late);
         let result = serve(self.listener, router(state), limits, shutdown).await;
         stop_late.cancel();
         self.engine.shutdown().await;

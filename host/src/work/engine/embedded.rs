@@ -24,7 +24,7 @@ use crate::state::tasks::engine_port::FirstInput;
 use crate::state::tasks::hub::TaskHub;
 use crate::work::context::{LivePrefix, StaticPrefix};
 use crate::work::skills::Catalog;
-use crate::work::tools::ToolHost;
+use crate::work::tools::{LiveToolSpecs, ToolHost};
 
 pub use super::shared::EngineSettings;
 
@@ -67,7 +67,7 @@ pub struct EngineParts {
 impl Shared {
     /// What every task's steps share, from the engine's parts; the wake queue's receiving end,
     /// when there are children, is the engine's to read. Tool definitions are read and sorted
-    /// once, here.
+    /// once, here, unless the tools keep a live list (an MCP server may join late).
     pub(crate) fn from_parts(parts: EngineParts) -> (Shared, Option<WakeReceiver>) {
         let EngineParts {
             hub,
@@ -78,8 +78,9 @@ impl Shared {
             children,
             skills,
         } = parts;
-        let mut tool_specs = tools.definitions();
-        tool_specs.sort_by(|a, b| a.name.cmp(&b.name));
+        let tool_specs = tools
+            .live_definitions()
+            .unwrap_or_else(|| LiveToolSpecs::new(tools.definitions()));
         let (children, wakes) = match children {
             Some((children, wakes)) => (Some(children), Some(wakes)),
             None => (None, None),
@@ -89,7 +90,7 @@ impl Shared {
             models,
             tools,
             prefix,
-            tool_specs: tool_specs.into(),
+            tool_specs,
             settings,
             children,
             skills,
@@ -100,7 +101,7 @@ impl Shared {
 
 impl EmbeddedEngine {
     /// An engine over the hub, with the models, the tools and the static prefix it will use for
-    /// every task, without children or skills. Tool definitions are read and sorted once, here.
+    /// every task, without children or skills.
     pub fn new(
         hub: Arc<TaskHub>,
         models: impl Into<Models>,

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use super::children::Children;
-use crate::base::model::{ModelError, Models, ToolSpec};
+use crate::base::model::{ModelError, Models};
 use crate::state::store::StoreError;
 use crate::state::tasks::hub::TaskHub;
 use crate::work::context::LivePrefix;
 use crate::work::skills::Catalog;
-use crate::work::tools::ToolHost;
+use crate::work::tools::{LiveToolSpecs, ToolHost};
 
 /// Settings of the turn loop, from `[context]`, `[limits]` and `[model]`.
 #[derive(Debug, Clone)]
@@ -41,8 +41,9 @@ pub(crate) struct Shared {
     pub tools: Arc<dyn ToolHost>,
     /// The start of every request, computed at start-up (again once when an agent joins late).
     pub prefix: LivePrefix,
-    /// The tool definitions, sorted by name, as sent on every turn.
-    pub tool_specs: Arc<[ToolSpec]>,
+    /// The tool definitions, sorted by name, as sent on every turn (replaced once when an MCP
+    /// server that was down at start-up joins).
+    pub tool_specs: LiveToolSpecs,
     /// The turn loop's limits.
     pub settings: EngineSettings,
     /// Creates and follows child tasks; `None` where tasks have no children (tests).

@@ -3,22 +3,26 @@
 //! as `mcp__<server>__<tool>`, checked by the same check as plugin tools. A call runs on the
 //! server with its deadline (past it: cancelled, `[tool.timeout]`); its result is capped like
 //! every tool result and fenced as untrusted by the context. A server that exits is reconnected
-//! with backoff; meanwhile its tools answer `[tool.unavailable]`. [`Tools`] puts these tools
-//! beside the plugins' behind the one tool port, so the engine journals their calls like any.
+//! with backoff; meanwhile its tools answer `[tool.unavailable]`. An optional server that could
+//! not be reached at start-up is tried again with backoff and its tools join once it answers
+//! (`late`). [`Tools`] puts these tools beside the plugins' behind the one tool port, so the
+//! engine journals their calls like any.
 
 mod connect;
+mod late;
 mod result;
 mod server;
 mod tools;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use rmcp::model::JsonObject;
 use serde_json::Value;
 
 pub use connect::{CONNECT_TIMEOUT, MAX_STDERR_LINE_CHARS, MAX_STDERR_LINES_PER_MINUTE};
+pub use late::{LATE_RETRY_FIRST, LATE_RETRY_MAX};
 pub use result::{CODE_FAILED, CODE_TIMEOUT, CODE_TOOL_ERROR, CODE_UNAVAILABLE};
 pub use server::{RESTART_BACKOFF_FIRST, RESTART_BACKOFF_MAX, RESTART_BACKOFF_RESET};
 pub use tools::Tools;
@@ -29,7 +33,8 @@ use crate::base::text::log_field::escape;
 use crate::base::text::untrusted::neutralise;
 use crate::work::plugins::{MAX_TOOL_DESCRIPTION_CHARS, argument_problems, check_tool};
 use crate::work::tools::ToolOutcome;
-use connect::ConnectContext;
+use connect::{Client, ConnectContext};
+use late::Late;
 use server::Server;
 
 /// The prefix of every MCP tool's name; then the server's name, `__`, and the tool's.
@@ -76,31 +81,50 @@ struct Entry {
     validator: jsonschema::Validator,
 }
 
+/// The tools offered so far and each server's summary: replaced whole when a server that was
+/// down at start-up joins, so a reader sees it before the join or after it.
+#[derive(Default, Clone)]
+struct Catalog {
+    entries: HashMap<String, Arc<Entry>>,
+    specs: Vec<ToolSpec>,
+    summaries: Vec<McpSummary>,
+}
+
 /// Every `[[mcp]]` server and its tools.
 #[derive(Default)]
 pub struct McpTools {
-    entries: HashMap<String, Entry>,
+    catalog: RwLock<Catalog>,
     /// Servers by name, for calls to a tool of a server that is down or was never reached.
     servers: BTreeMap<String, Arc<Server>>,
-    specs: Vec<ToolSpec>,
-    summaries: Vec<McpSummary>,
-    supervisors: Vec<tokio::task::JoinHandle<()>>,
+    supervisors: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Optional servers not reached at start-up, until [`Tools::start_late`] takes them.
+    late: Mutex<Vec<Late>>,
 }
 
 impl Drop for McpTools {
     /// Stops reconnecting; dropping each session stops its program.
     fn drop(&mut self) {
-        for supervisor in &self.supervisors {
+        let supervisors = self
+            .supervisors
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner());
+        for supervisor in supervisors.iter() {
             supervisor.abort();
         }
     }
+}
+
+/// Locks `mutex`, a poisoned one included (what it guards stays consistent: whole values).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl McpTools {
     /// Connects to every server and lists its tools. A required server that cannot be reached,
     /// a tool name that cannot be made, or a schema the plugin check refuses stops start-up
     /// naming the entry; an optional server that cannot be reached is logged and its tools
-    /// answer `[tool.unavailable]`. `resolve` resolves `cwd` against the configuration file;
+    /// answer `[tool.unavailable]` until it is reached ([`Tools::start_late`] tries it again).
+    /// `resolve` resolves `cwd` against the configuration file;
     /// `env` reads the variables `headers_env` names.
     pub async fn connect(
         configs: &[McpServerConfig],
@@ -135,7 +159,7 @@ impl McpTools {
                 (Some(command), _) => command.join(" "),
                 (None, url) => url.clone().unwrap_or_default(),
             };
-            let mut summary = McpSummary {
+            let summary = McpSummary {
                 name: config.name.clone(),
                 transport,
                 connected: false,
@@ -145,8 +169,14 @@ impl McpTools {
             let client = match connect::connect(index, config, &context).await {
                 Ok(client) => client,
                 Err(reason) if config.optional => {
-                    tracing::warn!(mcp = %config.name, entry = index, "optional MCP server not reached; its tools answer [tool.unavailable]: {}", escape(&reason));
-                    tools.summaries.push(summary);
+                    tracing::warn!(mcp = %config.name, entry = index, "optional MCP server not reached; its tools answer [tool.unavailable] until it is: {}", escape(&reason));
+                    tools.catalog_mut().summaries.push(summary);
+                    lock(&tools.late).push(Late {
+                        index,
+                        config: config.clone(),
+                        context,
+                        server,
+                    });
                     continue;
                 }
                 Err(reason) => {
@@ -155,30 +185,146 @@ impl McpTools {
                     )));
                 }
             };
-            let listed = client
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|err| refuse(format!("listing its tools failed: {err}")))?;
-            summary.connected = true;
-            summary.protocol = client
-                .peer()
-                .peer_info()
-                .map(|info| info.protocol_version.to_string());
-            let offered = tools.add_tools(&server, config, listed).map_err(&refuse)?;
-            summary.tools = offered;
-            tracing::info!(mcp = %config.name, entry = index, tools = summary.tools.len(), protocol = summary.protocol.as_deref().unwrap_or("?"), "MCP server connected");
-            tools.summaries.push(summary);
-            server.attach(&client);
-            tools.supervisors.push(tokio::spawn(server::supervise(
-                server,
-                config.clone(),
-                context,
-                client,
-            )));
+            let listed = list_tools(&client).await.map_err(&refuse)?;
+            tools
+                .catalog_mut()
+                .admit(&server, config, summary, &client, listed)
+                .map_err(&refuse)?;
+            tools.supervise(server, config.clone(), context, client);
         }
-        tools.specs.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(tools)
+    }
+
+    fn catalog(&self) -> RwLockReadGuard<'_, Catalog> {
+        self.catalog.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn catalog_mut(&mut self) -> &mut Catalog {
+        self.catalog.get_mut().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Marks `server` live on `client` and reconnects it whenever its session ends.
+    fn supervise(
+        &self,
+        server: Arc<Server>,
+        config: McpServerConfig,
+        context: ConnectContext,
+        client: Client,
+    ) {
+        server.attach(&client);
+        let supervisor = tokio::spawn(server::supervise(server, config, context, client));
+        lock(&self.supervisors).push(supervisor);
+    }
+
+    /// Every MCP tool's definition, sorted by name.
+    pub fn definitions(&self) -> Vec<ToolSpec> {
+        self.catalog().specs.clone()
+    }
+
+    /// Each server, in `[[mcp]]` order.
+    pub fn summaries(&self) -> Vec<McpSummary> {
+        self.catalog().summaries.clone()
+    }
+
+    /// Whether the server named `name` has a live session now (false while it restarts).
+    pub fn connected(&self, name: &str) -> bool {
+        self.servers.get(name).is_some_and(|server| server.is_up())
+    }
+
+    /// The entry (index and name) of the server offering tool `name`.
+    pub fn entry_of(&self, name: &str) -> Option<(usize, String)> {
+        let catalog = self.catalog();
+        let server = &catalog.entries.get(name)?.server;
+        Some((server.index, server.name.clone()))
+    }
+
+    /// Whether `name` is an MCP tool, or names a server's namespace (whose tools may be down).
+    pub fn claims(&self, name: &str) -> bool {
+        self.catalog().entries.contains_key(name) || self.server_of(name).is_some()
+    }
+
+    fn server_of(&self, name: &str) -> Option<&Arc<Server>> {
+        let rest = name.strip_prefix(TOOL_PREFIX)?;
+        self.servers
+            .iter()
+            .find(|(server, _)| {
+                rest.strip_prefix(server.as_str())
+                    .is_some_and(|tail| tail.starts_with("__"))
+            })
+            .map(|(_, server)| server)
+    }
+
+    /// Runs one call: arguments checked against the tool's schema, then the server's answer.
+    pub async fn invoke(&self, name: &str, arguments: &str) -> ToolOutcome {
+        let Some(entry) = self.catalog().entries.get(name).cloned() else {
+            return match self.server_of(name) {
+                Some(server) if !server.is_up() => result::unavailable(name, &server.name),
+                _ => ToolOutcome::error("tool.not_found", format!("no tool named \"{name}\"")),
+            };
+        };
+        let arguments: JsonObject = match serde_json::from_str::<Value>(arguments) {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => {
+                return ToolOutcome::error(
+                    "tool.invalid_arguments",
+                    format!("{name}: arguments must be a JSON object"),
+                );
+            }
+            Err(err) => {
+                return ToolOutcome::error(
+                    "tool.invalid_arguments",
+                    format!("{name}: arguments are not JSON: {err}"),
+                );
+            }
+        };
+        let problems = argument_problems(&entry.validator, &Value::Object(arguments.clone()));
+        if !problems.is_empty() {
+            return ToolOutcome::error(
+                "tool.invalid_arguments",
+                format!("{name}: {}", problems.join("; ")),
+            );
+        }
+        let answer = entry.server.call(&entry.tool, arguments).await;
+        if let Err(failure) = &answer {
+            tracing::warn!(mcp = %entry.server.name, tool = %name, "MCP call failed: {}", escape(&format!("{failure:?}")));
+        }
+        result::outcome(name, &entry.server.name, answer)
+    }
+}
+
+/// Every tool `client`'s server offers.
+async fn list_tools(client: &Client) -> Result<Vec<rmcp::model::Tool>, String> {
+    client
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|err| format!("listing its tools failed: {err}"))
+}
+
+impl Catalog {
+    /// Adds the tools of `server`, connected on `client`, that its entry allows, and its
+    /// summary (in the place of the one it had while it was down, if any).
+    fn admit(
+        &mut self,
+        server: &Arc<Server>,
+        config: &McpServerConfig,
+        mut summary: McpSummary,
+        client: &Client,
+        listed: Vec<rmcp::model::Tool>,
+    ) -> Result<(), String> {
+        summary.tools = self.add_tools(server, config, listed)?;
+        summary.connected = true;
+        summary.protocol = client
+            .peer()
+            .peer_info()
+            .map(|info| info.protocol_version.to_string());
+        tracing::info!(mcp = %config.name, entry = server.index, tools = summary.tools.len(), protocol = summary.protocol.as_deref().unwrap_or("?"), "MCP server connected");
+        match self.summaries.iter_mut().find(|s| s.name == summary.name) {
+            Some(was) => *was = summary,
+            None => self.summaries.push(summary),
+        }
+        self.specs.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(())
     }
 
     /// Checks and adds the server's tools that the entry allows; their names as the model sees
@@ -243,89 +389,15 @@ impl McpTools {
             });
             self.entries.insert(
                 name.clone(),
-                Entry {
+                Arc::new(Entry {
                     server: server.clone(),
                     tool: tool.name.to_string(),
                     validator,
-                },
+                }),
             );
             names.push(name);
         }
         Ok(names)
-    }
-
-    /// Every MCP tool's definition, sorted by name.
-    pub fn definitions(&self) -> &[ToolSpec] {
-        &self.specs
-    }
-
-    /// Each server, in `[[mcp]]` order.
-    pub fn summaries(&self) -> &[McpSummary] {
-        &self.summaries
-    }
-
-    /// Whether the server named `name` has a live session now (false while it restarts).
-    pub fn connected(&self, name: &str) -> bool {
-        self.servers.get(name).is_some_and(|server| server.is_up())
-    }
-
-    /// The entry (index and name) of the server offering tool `name`.
-    pub fn entry_of(&self, name: &str) -> Option<(usize, String)> {
-        let server = &self.entries.get(name)?.server;
-        Some((server.index, server.name.clone()))
-    }
-
-    /// Whether `name` is an MCP tool, or names a server's namespace (whose tools may be down).
-    pub fn claims(&self, name: &str) -> bool {
-        self.entries.contains_key(name) || self.server_of(name).is_some()
-    }
-
-    fn server_of(&self, name: &str) -> Option<&Arc<Server>> {
-        let rest = name.strip_prefix(TOOL_PREFIX)?;
-        self.servers
-            .iter()
-            .find(|(server, _)| {
-                rest.strip_prefix(server.as_str())
-                    .is_some_and(|tail| tail.starts_with("__"))
-            })
-            .map(|(_, server)| server)
-    }
-
-    /// Runs one call: arguments checked against the tool's schema, then the server's answer.
-    pub async fn invoke(&self, name: &str, arguments: &str) -> ToolOutcome {
-        let Some(entry) = self.entries.get(name) else {
-            return match self.server_of(name) {
-                Some(server) if !server.is_up() => result::unavailable(name, &server.name),
-                _ => ToolOutcome::error("tool.not_found", format!("no tool named \"{name}\"")),
-            };
-        };
-        let arguments: JsonObject = match serde_json::from_str::<Value>(arguments) {
-            Ok(Value::Object(map)) => map,
-            Ok(_) => {
-                return ToolOutcome::error(
-                    "tool.invalid_arguments",
-                    format!("{name}: arguments must be a JSON object"),
-                );
-            }
-            Err(err) => {
-                return ToolOutcome::error(
-                    "tool.invalid_arguments",
-                    format!("{name}: arguments are not JSON: {err}"),
-                );
-            }
-        };
-        let problems = argument_problems(&entry.validator, &Value::Object(arguments.clone()));
-        if !problems.is_empty() {
-            return ToolOutcome::error(
-                "tool.invalid_arguments",
-                format!("{name}: {}", problems.join("; ")),
-            );
-        }
-        let answer = entry.server.call(&entry.tool, arguments).await;
-        if let Err(failure) = &answer {
-            tracing::warn!(mcp = %entry.server.name, tool = %name, "MCP call failed: {}", escape(&format!("{failure:?}")));
-        }
-        result::outcome(name, &entry.server.name, answer)
     }
 }
 
@@ -357,7 +429,7 @@ mod tests {
     ) -> Result<McpTools, String> {
         let mut tools = McpTools::default();
         let server = Arc::new(Server::new(0, config));
-        tools.add_tools(&server, config, listed)?;
+        tools.catalog_mut().add_tools(&server, config, listed)?;
         Ok(tools)
     }
 
@@ -416,10 +488,12 @@ mod tests {
         let mut tools = McpTools::default();
         let server = Arc::new(Server::new(0, &first));
         tools
+            .catalog_mut()
             .add_tools(&server, &first, vec![tool("b__c", "", object())])
             .unwrap();
         let server = Arc::new(Server::new(1, &second));
         let err = tools
+            .catalog_mut()
             .add_tools(&server, &second, vec![tool("c", "", object())])
             .unwrap_err();
         assert_eq!(err, "tool `mcp__a__b__c` is offered twice");
@@ -443,11 +517,8 @@ mod tests {
     fn the_allowlist_keeps_its_tools_and_names_one_the_server_lacks() {
         let listed = || vec![tool("read", "", object()), tool("write", "", object())];
         let tools = offered(&entry("tools = [\"read\"]"), listed()).unwrap();
-        let names: Vec<&str> = tools
-            .definitions()
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect();
+        let definitions = tools.definitions();
+        let names: Vec<&str> = definitions.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["mcp__files__read"]);
         let err = offered(&entry("tools = [\"read\", \"delete\"]"), listed())
             .err()
@@ -460,10 +531,8 @@ mod tests {
         let config = entry("");
         let tools = offered(&config, vec![tool("read", "", object())]).unwrap();
         let mut tools = tools;
-        tools.servers.insert(
-            "files".into(),
-            tools.entries["mcp__files__read"].server.clone(),
-        );
+        let server = tools.catalog().entries["mcp__files__read"].server.clone();
+        tools.servers.insert("files".into(), server);
         let outcome = tools.invoke("mcp__files__read", "{\"path\": \"a\"}").await;
         assert_eq!(
             outcome.text(),

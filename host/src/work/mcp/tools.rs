@@ -1,6 +1,7 @@
 //! The one tool port the engine calls: the plugins' tools and the MCP servers' tools side by
 //! side, so a call of either kind is journaled the same way (a recorded call is never repeated
-//! after a restart).
+//! after a restart). Their list is live: an MCP server that was down at start-up joins it later
+//! (`late`).
 
 use std::sync::Arc;
 
@@ -9,13 +10,16 @@ use async_trait::async_trait;
 use super::{McpError, McpTools};
 use crate::base::model::{ToolCall, ToolSpec};
 use crate::work::plugins::Toolbox;
-use crate::work::tools::{ToolContext, ToolHost, ToolOutcome};
+use crate::work::tools::{LiveToolSpecs, ToolContext, ToolHost, ToolOutcome};
 
-/// The plugins' tools and the MCP tools. Names never clash: start-up refuses a clash.
+/// The plugins' tools and the MCP tools. Names never clash: start-up refuses a clash, and a
+/// server joining late is refused one.
 pub struct Tools {
     plugins: Arc<Toolbox>,
     mcp: Arc<McpTools>,
-    specs: Vec<ToolSpec>,
+    specs: LiveToolSpecs,
+    /// Held while a late server joins: two joining at once join in turn.
+    pub(super) joining: tokio::sync::Mutex<()>,
 }
 
 impl Tools {
@@ -34,13 +38,13 @@ impl Tools {
                     ),
                 });
             }
-            specs.push(spec.clone());
+            specs.push(spec);
         }
-        specs.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Tools {
             plugins,
             mcp,
-            specs,
+            specs: LiveToolSpecs::new(specs),
+            joining: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -48,12 +52,28 @@ impl Tools {
     pub fn mcp(&self) -> &McpTools {
         &self.mcp
     }
+
+    /// The plugin that defines tool `name`, if one does.
+    pub(super) fn plugin_provider(&self, name: &str) -> Option<String> {
+        self.plugins.provider(name).map(|p| p.to_string())
+    }
+
+    /// Reads both sources again into the list the turns offer.
+    pub(super) fn rebuild_specs(&self) {
+        let mut specs = self.plugins.definitions();
+        specs.extend(self.mcp.definitions());
+        self.specs.replace(specs);
+    }
 }
 
 #[async_trait]
 impl ToolHost for Tools {
     fn definitions(&self) -> Vec<ToolSpec> {
-        self.specs.clone()
+        self.specs.current().to_vec()
+    }
+
+    fn live_definitions(&self) -> Option<LiveToolSpecs> {
+        Some(self.specs.clone())
     }
 
     async fn invoke(&self, context: &ToolContext<'_>, call: &ToolCall) -> ToolOutcome {

@@ -4,6 +4,7 @@
 
 pub mod brief;
 pub mod effects;
+pub mod live;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -13,6 +14,7 @@ use crate::state::records::extension::{Plan, Role, TaskLink};
 use crate::state::records::record::TaskRecord;
 use brief::ChildBrief;
 use effects::StepRequest;
+pub use live::LiveToolSpecs;
 
 /// A tool error as the model reads it: `[code] message`. Codes are stable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
@@ -155,6 +157,13 @@ pub trait ToolHost: Send + Sync {
         call: &ToolCall,
     ) -> Option<ToolOutcome> {
         let _ = (context, call);
+        None
+    }
+
+    /// The definitions as the turns read them, when they may change while the harness runs (an
+    /// MCP server that was down at start-up joining): then the engine reads this list at each
+    /// turn. `None` (the default) when [`ToolHost::definitions`] is read once, at start-up.
+    fn live_definitions(&self) -> Option<LiveToolSpecs> {
         None
     }
 }

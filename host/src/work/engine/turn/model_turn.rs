@@ -80,7 +80,7 @@ fn assemble_request(shared: &Shared, record: &TaskRecord, replay: &Replay) -> Mo
     let settings = &shared.settings;
     assemble(
         &shared.prefix.current(),
-        &shared.tool_specs,
+        &shared.tool_specs.current(),
         settings.max_output_tokens,
         &input,
     )
