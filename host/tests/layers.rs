@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
         "base::http_body",
     ],
     &["base::config"],
-    &["base::model"],
+    &["base::model", "base::egress"],
     &["state::records"],
     &["state::store"],
     &["state::tasks"],
