@@ -36,7 +36,7 @@ const LAYERS: &[&[&str]] = &[
     &["work::plugins"],
     &["work::mcp"],
     &["work::engine"],
-    &["app::server"],
+    &["app::server", "app::push"],
     &["app::runtime"],
     &["app::operator", "app::scaffold"],
 ];
