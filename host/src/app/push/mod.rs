@@ -6,7 +6,9 @@
 //! at most the pushes that were in flight.
 //!
 //! One in flight per (task, webhook) pair rather than per task: a task's webhooks are
-//! different receivers, and one that is down must not hold back the others.
+//! different receivers, and one that is down must not hold back the others. Each delivery
+//! first claims its push in the store for [`CLAIM_FOR`], so that of processes sharing a store
+//! (Temporal workers) one delivers each push, and the next push of the pair waits for it.
 
 mod deliver;
 
@@ -42,6 +44,10 @@ pub const MAX_RETRY: Duration = Duration::from_secs(15 * 60);
 /// Deliveries in flight at once, across all tasks: a bound on the harness's outbound
 /// connections for pushes.
 pub const MAX_IN_FLIGHT: usize = 32;
+/// How long a claimed push is left to its claimant: longer than a delivery may take, so no
+/// other look takes it while it is in flight. A push in flight when its harness was killed is
+/// sent again once this has passed.
+pub const CLAIM_FOR: Duration = Duration::from_secs(30);
 /// Pushes read from the outbox per look: the heads of this many (task, webhook) pairs.
 const HEADS_PER_LOOK: usize = 256;
 /// How often the worker looks at the outbox without being woken: retries come due, and
@@ -115,7 +121,7 @@ impl PushWorker {
         let mut in_flight: HashSet<(String, String)> = HashSet::new();
         let mut deliveries = tokio::task::JoinSet::new();
         loop {
-            let wait = match self.look(&mut in_flight, &mut deliveries, &done) {
+            let wait = match self.look(&mut in_flight, &mut deliveries, &done).await {
                 Ok(wait) => wait,
                 Err(err) => {
                     tracing::error!("push outbox unreadable: {err}");
@@ -137,7 +143,7 @@ impl PushWorker {
 
     /// Starts a delivery for each (task, webhook) pair whose oldest push is due and not in
     /// flight; how long until the next one comes due (at most [`POLL_INTERVAL`]).
-    fn look(
+    async fn look(
         &self,
         in_flight: &mut HashSet<(String, String)>,
         deliveries: &mut tokio::task::JoinSet<()>,
@@ -145,19 +151,39 @@ impl PushWorker {
     ) -> Result<Duration, StoreError> {
         let now = now_millis();
         let mut wait = POLL_INTERVAL;
+        let mut due = Vec::new();
         for item in self.store.push_heads(HEADS_PER_LOOK)? {
-            if in_flight.len() >= MAX_IN_FLIGHT {
+            if in_flight.len() + due.len() >= MAX_IN_FLIGHT {
                 break;
             }
-            let key = (item.task_id.clone(), item.config_id.clone());
-            if in_flight.contains(&key) {
+            if in_flight.contains(&(item.task_id.clone(), item.config_id.clone())) {
                 continue;
             }
             if item.not_before > now {
                 wait = wait.min(Duration::from_millis((item.not_before - now) as u64));
                 continue;
             }
-            in_flight.insert(key);
+            due.push(item);
+        }
+        if due.is_empty() {
+            return Ok(wait);
+        }
+        let seqs: Vec<i64> = due.iter().map(|item| item.seq).collect();
+        let until = now + CLAIM_FOR.as_millis() as i64;
+        let won = self
+            .store
+            .write_queued(move |tx| {
+                let mut won = HashSet::new();
+                for seq in seqs {
+                    if tx.claim_push(seq, now, until)? {
+                        won.insert(seq);
+                    }
+                }
+                Ok(won)
+            })
+            .await?;
+        for item in due.into_iter().filter(|item| won.contains(&item.seq)) {
+            in_flight.insert((item.task_id.clone(), item.config_id.clone()));
             let (allowed, done) = (self.allowed.clone(), done.clone());
             deliveries.spawn(async move {
                 let outcome = deliver(&item, &allowed).await;

@@ -110,6 +110,19 @@ impl Tx<'_> {
             .execute(params![task_id, body, now])?)
     }
 
+    /// Claims a queued push for one delivery: sets it not to be tried by anyone else before
+    /// `until`, if it is due at `now` (milliseconds since the epoch). Whether this caller won
+    /// it: of processes sharing the store, one delivers each push.
+    pub fn claim_push(&mut self, seq: i64, now: i64, until: i64) -> Result<bool, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "UPDATE push_outbox SET not_before = ?3 WHERE seq = ?1 AND not_before <= ?2",
+            )?
+            .execute(params![seq, now, until])?
+            > 0)
+    }
+
     /// Removes a queued push: delivered, or given up on.
     pub fn remove_push(&mut self, seq: i64) -> Result<(), StoreError> {
         self.conn
@@ -245,6 +258,11 @@ mod tests {
             .collect();
         assert_eq!(seen, [("a", "first"), ("b", "first")]);
         let first = heads[0].seq;
+        assert!(store.write(move |tx| tx.claim_push(first, 5, 100)).unwrap());
+        assert!(
+            !store.write(move |tx| tx.claim_push(first, 6, 100)).unwrap(),
+            "a claimed push is not claimed twice"
+        );
         store.write(move |tx| tx.remove_push(first)).unwrap();
         store
             .write(|tx| tx.delete_push_config("t", "b").map(drop))
