@@ -214,6 +214,24 @@ mod tests {
     }
 
     #[test]
+    fn a_0_3_push_config_sent_with_a_message_keeps_its_token_and_authentication() {
+        let request = sent(json!({
+            "message": {"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "x"}]},
+            "configuration": {"pushNotificationConfig": {
+                "url": "http://h:1/", "token": "t",
+                "authentication": {"schemes": ["Bearer"], "credentials": "c"}
+            }}
+        }));
+        let config = request.configuration.unwrap();
+        let config = config.task_push_notification_config.unwrap();
+        assert_eq!(
+            (config.url.as_str(), config.token.as_str()),
+            ("http://h:1/", "t")
+        );
+        assert_eq!(config.authentication.unwrap()["credentials"], "c");
+    }
+
+    #[test]
     fn missing_blocking_means_a_blocking_send() {
         let request = sent(json!({
             "message": {"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "x"}]},
