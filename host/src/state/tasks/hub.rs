@@ -1,6 +1,6 @@
 //! The task hub: every change to a task goes through here, so that it is written in one
-//! transaction, never applied to a task that is already terminal, and announced to subscribers
-//! after it has landed.
+//! transaction (with the pushes it owes the task's webhooks, when push is on), never applied to
+//! a task that is already terminal, and announced to subscribers after it has landed.
 //!
 //! How it is fast: a write starts from the task's live record when the task's row is still at
 //! the update sequence that record was written with (one number read instead of the whole
@@ -224,8 +224,14 @@ impl TaskHub {
                     } else {
                         update_seq
                     };
-                    let events = events_of(&before, &after);
-                    let pushed = pushes && queue_pushes(tx, &after.id, &events)?;
+                    // With push on, the events are queued for the task's webhooks here, in the
+                    // change's transaction; without, they are made after the commit, off the
+                    // writer's path.
+                    let events = pushes.then(|| events_of(&before, &after));
+                    let pushed = match &events {
+                        Some(events) => queue_pushes(tx, &after.id, events)?,
+                        None => false,
+                    };
                     Ok(Some(Ok((
                         before,
                         Arc::new(after),
@@ -248,6 +254,7 @@ impl TaskHub {
             Some(Ok((before, after, (value, events, pushed), _, _))) => {
                 self.pushed(pushed);
                 count_endings(&before, &after);
+                let events = events.unwrap_or_else(|| events_of(&before, &after));
                 if !events.is_empty() {
                     // A terminal task's channel goes: every stream ends after its last event.
                     self.channels.announce(&after, events);
