@@ -551,3 +551,54 @@ async fn a_webhook_that_redirects_is_not_followed_and_its_push_is_dropped() {
     assert!(target.received.lock().unwrap().is_empty());
     assert!(webhook.accepted().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_sent_with_a_message_to_a_working_task_hears_the_rest_of_it() {
+    let webhook = Webhook::default();
+    let port = webhook.start(None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let harness = start(
+        dir.path(),
+        &format!("allowed_hosts = [\"127.0.0.1:{port}\"]"),
+    );
+    let id = send(&harness, "alice", "add two and two", None).await;
+    let params = json!({
+        "message": {"messageId": "m-more", "role": "ROLE_USER", "taskId": id,
+                    "parts": [{"text": "and show your work"}]},
+        "configuration": {"returnImmediately": true, "taskPushNotificationConfig": {
+            "url": format!("http://127.0.0.1:{port}/hook"), "token": TOKEN}},
+    });
+    let bob = rpc(&harness, "bob", "SendMessage", params.clone()).await;
+    assert_eq!(error_code(&bob), TASK_NOT_FOUND, "{bob}");
+    let sent = rpc(&harness, "alice", "SendMessage", params).await;
+    assert!(sent.get("error").is_none(), "{sent}");
+
+    let ended = |push: &Value| {
+        state_of(push).is_some_and(|s| {
+            ["COMPLETED", "FAILED", "CANCELED"]
+                .iter()
+                .any(|end| s.ends_with(end))
+        })
+    };
+    webhook.wait_for(ended).await;
+    let task = get_task(&harness, "alice", &id).await;
+    let pushes = webhook.accepted();
+    assert_eq!(
+        state_of(pushes.last().unwrap()),
+        task["status"]["state"].as_str()
+    );
+    for push in &pushes {
+        let told = push["statusUpdate"]["taskId"]
+            .as_str()
+            .or(push["artifactUpdate"]["taskId"].as_str());
+        assert_eq!(told, Some(id.as_str()), "{push}");
+    }
+    let listed = rpc(
+        &harness,
+        "alice",
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": id}),
+    )
+    .await;
+    assert_eq!(listed["result"]["configs"].as_array().unwrap().len(), 1);
+}
