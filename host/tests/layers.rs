@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
         "base::http_body",
     ],
     &["base::config"],
-    &["base::model"],
+    &["base::model", "base::egress"],
     &["state::records"],
     &["state::store"],
     &["state::tasks"],
@@ -36,7 +36,7 @@ const LAYERS: &[&[&str]] = &[
     &["work::plugins"],
     &["work::mcp"],
     &["work::engine"],
-    &["app::server"],
+    &["app::server", "app::push"],
     &["app::runtime"],
     &["app::operator", "app::scaffold"],
 ];

@@ -68,6 +68,7 @@ pub struct Metrics {
     plugin_deadlines: Counters,
     subtasks: Counters,
     rate_limited: Counters,
+    push_deliveries: Counters,
     store_write_seconds: Histograms,
     connections: Gauge,
     streams: Gauge,
@@ -116,6 +117,11 @@ impl Default for Metrics {
                 "tiny_harness_rate_limited_total",
                 "Requests refused with HTTP 429 by the per-caller rate limit.",
                 &[],
+            ),
+            push_deliveries: Counters::new(
+                "tiny_harness_push_deliveries_total",
+                "Push-notification deliveries, by outcome (delivered, retried, refused, dropped).",
+                &["outcome"],
             ),
             store_write_seconds: Histograms::new(
                 "tiny_harness_store_write_duration_seconds",
@@ -169,6 +175,11 @@ impl Metrics {
         self.rate_limited.add(&[], 1);
     }
 
+    /// A push notification's delivery ended with `outcome`.
+    pub fn push_delivery(&self, outcome: &str) {
+        self.push_deliveries.add(&[outcome], 1);
+    }
+
     /// A task's change committed after `took`.
     pub fn store_write(&self, took: Duration) {
         self.store_write_seconds.observe(&[], took);
@@ -201,6 +212,7 @@ impl Metrics {
             &self.plugin_deadlines,
             &self.subtasks,
             &self.rate_limited,
+            &self.push_deliveries,
         ] {
             family.render(&mut out);
         }

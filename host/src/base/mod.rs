@@ -15,4 +15,6 @@ pub mod http_body;
 
 pub mod config;
 
+pub mod egress;
+
 pub mod model;

@@ -237,6 +237,7 @@ impl Server {
             ),
             health: Default::default(),
             metrics: false,
+            push: None,
         };
         let (stop, stopped) = oneshot::channel::<()>();
         let limits = ConnectionLimits::default();

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use tokio::net::TcpListener;
 
+use crate::app::push::Push;
 use crate::app::server::health::Health;
 use crate::app::server::identity::{BearerVerifier, Credentials};
 use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
@@ -126,6 +127,8 @@ pub struct Runtime {
     /// Indices in `config.agents` of the agents whose card could not be fetched at start-up:
     /// tried again while serving ([`late_agents`]).
     unreachable: Vec<usize>,
+    /// Push notifications, when `[push]` offers them.
+    push: Option<Push>,
     /// This process's hold on `store.path`, kept until the runtime is dropped (after serving
     /// has stopped and the engine with it).
     _store_lock: StoreLock,
@@ -190,12 +193,13 @@ impl Runtime {
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = base_url(&config, local);
         let store = Arc::new(Store::open(&store_path)?);
-        let hub = Arc::new(match config.engine.kind {
+        let hub = match config.engine.kind {
             // Every loop of the store's tasks runs here: records may be kept between steps.
             EngineKind::Embedded => TaskHub::new(store.clone()),
             // Steps run on whichever worker takes them, on a store others write too.
             EngineKind::Temporal => TaskHub::over_shared_store(store.clone()),
-        });
+        };
+        let (hub, push) = Push::attach(hub, &config.push);
         let (discovery, roster) = discover_agents(&config, &base_url).await;
         let unreachable = LateAgents::unreachable(&discovery, &config);
         let registry = Arc::new(LiveRegistry::new(discovery.registry));
@@ -280,6 +284,7 @@ impl Runtime {
             credentials,
             verifier,
             unreachable,
+            push,
             _store_lock: store_lock,
         })
     }
@@ -318,7 +323,9 @@ impl Runtime {
         if followed > 0 {
             tracing::info!(followed, "following open sub-tasks again");
         }
-        let (card, extended_card) = served_cards(&self.config, &base_url);
+        let (mut card, extended_card) = served_cards(&self.config, &base_url);
+        card.capabilities.push_notifications = Some(self.push.is_some());
+        let _push_worker = self.push.as_ref().map(|p| p.start(self.store.clone()));
         let state = ServerState {
             service: self.tasks.clone(),
             card,
@@ -333,6 +340,7 @@ impl Runtime {
             ),
             health: Arc::new(Health::new(self.store.clone(), self.engine.clone())),
             metrics: self.config.metrics_served(),
+            push: self.push.as_ref().map(|push| push.configs.clone()),
         };
         log_callers(&self.credentials, state.allow_anonymous);
         let store_path = self.config.resolve(&self.config.store.path);

@@ -18,6 +18,7 @@ use crate::app::server::extensions::Activated;
 use crate::app::server::headers;
 use crate::app::server::identity::{self, Identified};
 use crate::app::server::ops::{self, App, Reply, Requester, to_value};
+use crate::app::server::push_ops;
 use crate::app::server::sse::{self, Framing, to_text};
 use crate::app::server::v03;
 use crate::base::protocol::jsonrpc::{
@@ -203,6 +204,10 @@ async fn call(
     method: &str,
     params: Value,
 ) -> Result<Reply, RpcError> {
+    let (push, caller) = (app.state.push.as_deref(), &requester.caller);
+    if push.is_none() && method.contains("PushNotificationConfig") {
+        return Err(push_ops::push_not_supported());
+    }
     match method {
         "SendMessage" => {
             let request: SendMessageRequest = parse_params(params)?;
@@ -230,10 +235,23 @@ async fn call(
             let request: CancelTaskRequest = parse_params(params)?;
             to_value(&ops::cancel_task(app, requester, request).await?)
         }
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => Err(ops::push_not_supported()),
+        "CreateTaskPushNotificationConfig" => {
+            let config = parse_params(params)?;
+            to_value(&push_ops::create_push_config(push, caller, config).await?)
+        }
+        "GetTaskPushNotificationConfig" => {
+            let request = parse_params(params)?;
+            to_value(&push_ops::get_push_config(push, caller, request).await?)
+        }
+        "ListTaskPushNotificationConfigs" => {
+            let request = parse_params(params)?;
+            to_value(&push_ops::list_push_configs(push, caller, request).await?)
+        }
+        "DeleteTaskPushNotificationConfig" => {
+            let request = parse_params(params)?;
+            push_ops::delete_push_config(push, caller, request).await?;
+            Ok(Reply::Result(Value::Object(Default::default())))
+        }
         EXTENDED_CARD_METHOD => {
             to_value(&extended_card::extended_agent_card(app, &requester.caller)?)
         }

@@ -30,6 +30,7 @@ pub mod oidc;
 pub mod ops;
 #[cfg(test)]
 mod properties;
+pub mod push_ops;
 pub mod rate_limit;
 pub mod rest;
 pub mod router;

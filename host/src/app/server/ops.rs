@@ -13,11 +13,11 @@ use serde_json::Value;
 
 use crate::app::server::extensions::Activated;
 use crate::app::server::identity::{BearerVerifier, Credentials, IdentityError, METADATA_FIELD};
+use crate::app::server::push_ops;
+pub use crate::app::server::push_ops::push_not_supported;
 use crate::app::server::validate;
 use crate::base::protocol::card::AgentCard;
-use crate::base::protocol::jsonrpc::{
-    CONTENT_TYPE_NOT_SUPPORTED, PUSH_NOTIFICATION_NOT_SUPPORTED, RpcError,
-};
+use crate::base::protocol::jsonrpc::{CONTENT_TYPE_NOT_SUPPORTED, RpcError};
 use crate::base::protocol::requests::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest,
     SubscribeToTaskRequest,
@@ -70,6 +70,8 @@ pub struct ServerState {
     pub health: Arc<crate::app::server::health::Health>,
     /// Serve `GET /metrics` (`[telemetry] metrics`).
     pub metrics: bool,
+    /// The push-config operations; `None` when push is off (`[push] allowed_hosts` empty).
+    pub push: Option<Arc<crate::state::tasks::push_configs::PushConfigs>>,
 }
 
 /// The state handlers share: the server state and what is derived from it once.
@@ -187,6 +189,7 @@ pub(crate) async fn send_message(
 ) -> Result<SendMessageResponse, RpcError> {
     check_send(app, &request)?;
     let caller = &requester.caller;
+    push_ops::prepare_send(app.state.push.as_deref(), caller, &request).await?;
     let config = request.configuration.clone().unwrap_or_default();
     let sender = sender_of(caller, &request.message)?;
     let subscription = app.state.service.send_message(caller, request).await?;
@@ -214,6 +217,7 @@ pub(crate) async fn send_streaming_message(
     let caller = &requester.caller;
     check_streaming(app)?;
     check_send(app, &request)?;
+    push_ops::prepare_send(app.state.push.as_deref(), caller, &request).await?;
     let history_length = request
         .configuration
         .as_ref()
@@ -291,15 +295,6 @@ pub(crate) async fn cancel_task(
     Ok(task)
 }
 
-/// Any of the four push-notification-config operations. The card says
-/// `pushNotifications: false`, so §3.3.4 requires this error for all of them.
-pub(crate) fn push_not_supported() -> RpcError {
-    RpcError::new(
-        PUSH_NOTIFICATION_NOT_SUPPORTED,
-        "push notifications are not supported: the agent card declares pushNotifications false",
-    )
-}
-
 /// The direct reply a settled task carries: a completed task whose status message is marked
 /// as the answer itself rather than a report on the task.
 fn direct_reply(task: &Task) -> Option<Message> {
@@ -319,10 +314,6 @@ fn check_send(app: &App, request: &SendMessageRequest) -> Result<(), RpcError> {
     check_media_types(app, &request.message)?;
     if let Some(config) = &request.configuration {
         validate::history_length("configuration.historyLength", config.history_length)?;
-        // A client that asks for pushes must not believe it will get them.
-        if config.task_push_notification_config.is_some() {
-            return Err(push_not_supported());
-        }
     }
     Ok(())
 }

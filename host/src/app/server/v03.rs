@@ -11,9 +11,14 @@ use crate::base::protocol::v03::{
 
 use crate::app::server::extended_card;
 use crate::app::server::ops::{self, App, Reply, Requester, to_value};
+use crate::app::server::push_ops;
 use crate::base::protocol::jsonrpc::{RpcError, parse_params};
-use crate::base::protocol::requests::{CancelTaskRequest, GetTaskRequest, SubscribeToTaskRequest};
+use crate::base::protocol::requests::{
+    CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    SubscribeToTaskRequest, TaskPushNotificationConfig, TaskPushNotificationConfigRequest,
+};
 use crate::base::protocol::types::StreamResponse;
+use crate::state::tasks::TaskError;
 
 fn send_request(
     params: Value,
@@ -77,9 +82,93 @@ pub(crate) async fn call(
         }
         // The 1.0 card, as at the well-known path: no 0.3-shaped card is served.
         EXTENDED_CARD => to_value(&extended_card::extended_agent_card(app, &requester.caller)?),
-        push if push.starts_with(PUSH_CONFIG_PREFIX) => Err(ops::push_not_supported()),
+        push if push.starts_with(PUSH_CONFIG_PREFIX) => {
+            let operation = &push[PUSH_CONFIG_PREFIX.len()..];
+            push_config(app, requester, operation, params).await
+        }
         other => Err(RpcError::method_not_found(other)),
     }
+}
+
+/// `tasks/pushNotificationConfig/{set,get,list,delete}`: 0.3 nests the config under
+/// `pushNotificationConfig` beside `taskId`, names the task `id` in the others, and lets `get`
+/// omit the config id (the task's first config is meant).
+async fn push_config(
+    app: &App,
+    requester: &Requester,
+    operation: &str,
+    params: Value,
+) -> Result<Reply, RpcError> {
+    let (push, caller) = (app.state.push.as_deref(), &requester.caller);
+    let push = Some(push.ok_or_else(push_ops::push_not_supported)?);
+    let text = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (task_id, config_id) = (text("id").to_string(), text("pushNotificationConfigId"));
+    let request = TaskPushNotificationConfigRequest {
+        tenant: String::new(),
+        task_id: task_id.clone(),
+        id: config_id.to_string(),
+    };
+    match operation {
+        "set" => {
+            let nested = params.get("pushNotificationConfig").cloned();
+            let mut config: TaskPushNotificationConfig =
+                parse_params(nested.unwrap_or(Value::Null))?;
+            config.task_id = text("taskId").to_string();
+            let created = push_ops::create_push_config(push, caller, config).await?;
+            to_value(&push_config_v03(created))
+        }
+        "get" if config_id.is_empty() => {
+            let list = list_request(task_id);
+            let configs = push_ops::list_push_configs(push, caller, list)
+                .await?
+                .configs;
+            match configs.into_iter().next() {
+                Some(config) => to_value(&push_config_v03(config)),
+                None => {
+                    Err(TaskError::NotFound(format!("{} has no push config", text("id"))).into())
+                }
+            }
+        }
+        "get" => to_value(&push_config_v03(
+            push_ops::get_push_config(push, caller, request).await?,
+        )),
+        "list" => {
+            let configs = push_ops::list_push_configs(push, caller, list_request(task_id)).await?;
+            let configs: Vec<Value> = configs.configs.into_iter().map(push_config_v03).collect();
+            to_value(&configs)
+        }
+        "delete" => {
+            push_ops::delete_push_config(push, caller, request).await?;
+            Ok(Reply::Result(Value::Null))
+        }
+        other => Err(RpcError::method_not_found(&format!(
+            "{PUSH_CONFIG_PREFIX}{other}"
+        ))),
+    }
+}
+
+fn list_request(task_id: String) -> ListTaskPushNotificationConfigsRequest {
+    ListTaskPushNotificationConfigsRequest {
+        tenant: String::new(),
+        task_id,
+        page_size: 0,
+        page_token: String::new(),
+    }
+}
+
+/// A config in its 0.3 shape: `{taskId, pushNotificationConfig: {id, url, token,
+/// authentication}}`.
+fn push_config_v03(config: TaskPushNotificationConfig) -> Value {
+    let task_id = config.task_id.clone();
+    let mut nested = serde_json::to_value(TaskPushNotificationConfig {
+        task_id: String::new(),
+        ..config
+    })
+    .unwrap_or(Value::Null);
+    if let Some(object) = nested.as_object_mut() {
+        object.remove("taskId");
+    }
+    serde_json::json!({"taskId": task_id, "pushNotificationConfig": nested})
 }
 
 #[cfg(test)]
@@ -122,6 +211,24 @@ mod tests {
         let config = request.configuration.unwrap();
         assert!(config.return_immediately);
         assert_eq!(config.history_length, Some(3));
+    }
+
+    #[test]
+    fn a_0_3_push_config_sent_with_a_message_keeps_its_token_and_authentication() {
+        let request = sent(json!({
+            "message": {"messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "x"}]},
+            "configuration": {"pushNotificationConfig": {
+                "url": "http://h:1/", "token": "t",
+                "authentication": {"schemes": ["Bearer"], "credentials": "c"}
+            }}
+        }));
+        let config = request.configuration.unwrap();
+        let config = config.task_push_notification_config.unwrap();
+        assert_eq!(
+            (config.url.as_str(), config.token.as_str()),
+            ("http://h:1/", "t")
+        );
+        assert_eq!(config.authentication.unwrap()["credentials"], "c");
     }
 
     #[test]

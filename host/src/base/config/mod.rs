@@ -13,6 +13,7 @@ mod mcp;
 pub mod oidc;
 #[cfg(test)]
 mod properties;
+pub mod push;
 mod server;
 mod server_auth;
 mod skills;
@@ -136,6 +137,9 @@ pub struct Config {
     /// `[telemetry]`: metrics.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// `[push]`: which hosts push-notification webhooks may name.
+    #[serde(default)]
+    pub push: push::PushConfig,
     /// Where the file was read from, for resolving relative paths; `None` for the embedded default.
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -428,6 +432,7 @@ impl Config {
         oidc::validate_oidc(config.server.oidc.as_ref())?;
         card_extended::validate_extended_card(&config.card, &config.server)?;
         mcp::validate_mcp(&config.mcp)?;
+        push::validate_push(&config.push)?;
         Ok(config)
     }
 

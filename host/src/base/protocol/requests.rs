@@ -1,5 +1,6 @@
 //! The parameters and results of the A2A 1.0 operations (`SendMessage`, `GetTask`,
-//! `ListTasks`, `CancelTask`, `SubscribeToTask`) in their protobuf-JSON shape, as
+//! `ListTasks`, `CancelTask`, `SubscribeToTask`, the push-config operations) in their
+//! protobuf-JSON shape, as
 //! [`super::types`] holds the objects they carry.
 
 use serde::{Deserialize, Serialize};
@@ -7,7 +8,7 @@ use serde_json::Value;
 
 use super::types::{Message, Struct, Task, TaskState};
 
-/// Push-notification settings; accepted on the wire, refused as unsupported.
+/// A webhook the agent POSTs each of a task's updates to (`StreamResponse` bodies).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
@@ -40,7 +41,7 @@ pub struct SendMessageConfiguration {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[serde(alias = "accepted_output_modes")]
     pub accepted_output_modes: Vec<String>,
-    /// Pushes for this task; its presence makes the request fail as push notifications are unsupported.
+    /// A webhook for this task's updates, set with the message (refused when push is off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(alias = "task_push_notification_config")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
@@ -206,4 +207,46 @@ pub struct SubscribeToTaskRequest {
     pub tenant: String,
     /// The task to stream.
     pub id: String,
+}
+
+/// Parameters of `GetTaskPushNotificationConfig` and `DeleteTaskPushNotificationConfig`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfigRequest {
+    /// The tenant, in a multi-tenant server; ignored here.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    /// The task the config belongs to.
+    #[serde(alias = "task_id")]
+    pub task_id: String,
+    /// The config's id.
+    pub id: String,
+}
+
+/// Parameters of `ListTaskPushNotificationConfigs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTaskPushNotificationConfigsRequest {
+    /// The tenant, in a multi-tenant server; ignored here.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    /// The task whose configs to list.
+    #[serde(alias = "task_id")]
+    pub task_id: String,
+    /// Read but not needed: a task has few configs, all on one page.
+    #[serde(default, alias = "page_size")]
+    pub page_size: i32,
+    /// Read but not needed, as `pageSize`.
+    #[serde(default, alias = "page_token")]
+    pub page_token: String,
+}
+
+/// The result of `ListTaskPushNotificationConfigs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTaskPushNotificationConfigsResponse {
+    /// The task's configs, oldest first.
+    pub configs: Vec<TaskPushNotificationConfig>,
+    /// Always empty: every config is on the one page.
+    pub next_page_token: String,
 }

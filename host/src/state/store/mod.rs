@@ -8,6 +8,7 @@ mod checkpoint;
 mod columns;
 mod lock;
 mod memory;
+mod push;
 mod queries;
 mod readers;
 mod schema;
@@ -26,6 +27,7 @@ use crate::base::protocol::types::{Message, TaskState};
 use crate::state::records::record::TaskRecord;
 use checkpoint::Checkpointer;
 pub use lock::{Holder, LockError, LockMode, StoreLock, lock_path};
+pub use push::{OutboxItem, Saved};
 use readers::Readers;
 pub use tx::Tx;
 #[cfg(any(test, feature = "test-support"))]

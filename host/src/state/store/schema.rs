@@ -10,7 +10,7 @@ pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// `MIGRATIONS[n]` moves a file from version `n` to `n + 1`. Never edit one that has shipped:
 /// add the next.
-pub(super) const MIGRATIONS: [&str; 5] = [
+pub(super) const MIGRATIONS: [&str; 6] = [
     // 1: tasks, their participants, history and journal.
     "CREATE TABLE IF NOT EXISTS tasks (
          id TEXT PRIMARY KEY,
@@ -74,6 +74,24 @@ pub(super) const MIGRATIONS: [&str; 5] = [
          id INTEGER PRIMARY KEY CHECK (id = 1),
          probed_at INTEGER NOT NULL
      );",
+    // 6: push notifications: each task's webhook configs, and the outbox of pushes not yet
+    // delivered, written in the transaction of the change they tell of (`store::push`).
+    "CREATE TABLE IF NOT EXISTS push_configs (
+         task_id TEXT NOT NULL REFERENCES tasks (id),
+         id TEXT NOT NULL,
+         config TEXT NOT NULL,
+         PRIMARY KEY (task_id, id)
+     );
+     CREATE TABLE IF NOT EXISTS push_outbox (
+         seq INTEGER PRIMARY KEY AUTOINCREMENT,
+         task_id TEXT NOT NULL,
+         config_id TEXT NOT NULL,
+         body TEXT NOT NULL,
+         enqueued_at INTEGER NOT NULL,
+         attempts INTEGER NOT NULL DEFAULT 0,
+         not_before INTEGER NOT NULL DEFAULT 0
+     );
+     CREATE INDEX IF NOT EXISTS push_outbox_by_target ON push_outbox (task_id, config_id, seq);",
 ];
 
 /// The schema of [`SCHEMA_VERSION`], written out: what a new file is created with, rather than
@@ -120,7 +138,23 @@ pub(super) const CURRENT: &str = "CREATE TABLE tasks (
      CREATE TABLE health (
          id INTEGER PRIMARY KEY CHECK (id = 1),
          probed_at INTEGER NOT NULL
-     );";
+     );
+     CREATE TABLE push_configs (
+         task_id TEXT NOT NULL REFERENCES tasks (id),
+         id TEXT NOT NULL,
+         config TEXT NOT NULL,
+         PRIMARY KEY (task_id, id)
+     );
+     CREATE TABLE push_outbox (
+         seq INTEGER PRIMARY KEY AUTOINCREMENT,
+         task_id TEXT NOT NULL,
+         config_id TEXT NOT NULL,
+         body TEXT NOT NULL,
+         enqueued_at INTEGER NOT NULL,
+         attempts INTEGER NOT NULL DEFAULT 0,
+         not_before INTEGER NOT NULL DEFAULT 0
+     );
+     CREATE INDEX push_outbox_by_target ON push_outbox (task_id, config_id, seq);";
 
 /// Brings the file to [`SCHEMA_VERSION`]: a new (empty) file at once with [`CURRENT`], an older
 /// one a migration at a time.

@@ -216,7 +216,7 @@ fn a_version_1_file_opens_keeps_its_tasks_whole_and_gains_the_later_tables_and_c
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .unwrap();
     assert_eq!(version, schema::SCHEMA_VERSION);
-    assert_eq!(version, 5);
+    assert_eq!(version, 6);
     let read = store.task("old").unwrap().unwrap();
     assert_eq!(
         read, old,

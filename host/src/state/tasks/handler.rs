@@ -124,6 +124,7 @@ impl Tasks {
         &self,
         sender: &Caller,
         mut message: Message,
+        push: Option<crate::base::protocol::requests::TaskPushNotificationConfig>,
     ) -> Result<Subscription, TaskError> {
         let Caller {
             participant_id: sender,
@@ -204,6 +205,9 @@ impl Tasks {
                 let seq = tx.append_message(&message.task_id, &message)?;
                 if let Some(text) = &conversation {
                     engine.record_conversation(tx, &message.task_id, text)?;
+                }
+                if let Some(push) = push {
+                    super::push_configs::save(tx, &message.task_id, push)?;
                 }
                 if let Some(first) = &journaled {
                     engine.record_first_input(tx, &message.task_id, first, seq)?;
@@ -300,7 +304,8 @@ impl TaskService for Tasks {
         let sender = sender_of(caller, &request.message)?;
         refuse_reserved_metadata(&request.message)?;
         if request.message.task_id.is_empty() {
-            self.create(&sender, request.message).await
+            let push = super::push_configs::sent_with(request.configuration)?;
+            self.create(&sender, request.message, push).await
         } else {
             self.continue_task(&sender.participant_id, request.message)
                 .await

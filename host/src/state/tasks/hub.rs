@@ -1,6 +1,6 @@
 //! The task hub: every change to a task goes through here, so that it is written in one
-//! transaction, never applied to a task that is already terminal, and announced to subscribers
-//! after it has landed.
+//! transaction (with the pushes it owes the task's webhooks, when push is on), never applied to
+//! a task that is already terminal, and announced to subscribers after it has landed.
 //!
 //! How it is fast: a write starts from the task's live record when the task's row is still at
 //! the update sequence that record was written with (one number read instead of the whole
@@ -9,12 +9,14 @@
 
 use std::sync::Arc;
 
+use tokio::sync::Notify;
+
 use super::events::{Channels, TaskEvents};
 use super::live_records::LiveRecords;
+use super::push_queue::{events_of, queue_pushes, status_event};
 use crate::base::metrics::METRICS;
 use crate::base::protocol::types::{
-    Message, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
-    timestamp_now,
+    Message, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent, timestamp_now,
 };
 use crate::base::text::log_field::escape_capped;
 
@@ -56,6 +58,8 @@ pub struct TaskHub {
     channels: Channels,
     /// Told of each change as the change commits, by the committing thread.
     live: Arc<LiveRecords>,
+    /// When push notifications are on: woken after a change queued a push (`push_queue`).
+    outbox: Option<Arc<Notify>>,
 }
 
 impl TaskHub {
@@ -76,7 +80,15 @@ impl TaskHub {
             store,
             channels: Channels::default(),
             live: Arc::new(live),
+            outbox: None,
         }
+    }
+
+    /// The hub with push notifications on: each change queues its events for the task's push
+    /// configs in its own transaction, and `ready` is woken once it has landed.
+    pub fn with_push_outbox(mut self, ready: Arc<Notify>) -> TaskHub {
+        self.outbox = Some(ready);
+        self
     }
 
     /// The underlying store, for reads.
@@ -130,6 +142,7 @@ impl TaskHub {
     ) -> Result<Created<T>, StoreError> {
         let stamper = self.live.stamper();
         let live = self.live.clone();
+        let pushes = self.outbox.is_some();
         let (owner, repeated) = (record.owner.clone(), message_id.clone());
         let (created, _) = self
             .store
@@ -145,8 +158,11 @@ impl TaskHub {
                         tx.record_creation(&record.owner, &message_id, &record.id)?;
                     }
                     let value = f(tx)?;
+                    // A config the creating message set gets the status the task starts in.
+                    let first = [status_event(&record, record.status.clone())];
+                    let pushed = pushes && queue_pushes(tx, &record.id, &first)?;
                     Ok((
-                        Created::New(value),
+                        Created::New((value, pushed)),
                         Some((stamper.stamp(), Arc::new(record), update_seq)),
                     ))
                 },
@@ -157,6 +173,13 @@ impl TaskHub {
                 },
             )
             .await?;
+        let created = match created {
+            Created::New((value, pushed)) => {
+                self.pushed(pushed);
+                Created::New(value)
+            }
+            Created::Existing(existing) => Created::Existing(existing),
+        };
         if let Created::Existing(existing) = &created {
             let field = |text: &str| escape_capped(text, MAX_LOGGED_ID_CHARS);
             tracing::info!(
@@ -182,6 +205,7 @@ impl TaskHub {
         let stamper = self.live.stamper();
         let live = self.live.clone();
         let live_before = self.live.clone();
+        let pushes = self.outbox.is_some();
         let started = std::time::Instant::now();
         let outcome = self
             .store
@@ -200,10 +224,18 @@ impl TaskHub {
                     } else {
                         update_seq
                     };
+                    // With push on, the events are queued for the task's webhooks here, in the
+                    // change's transaction; without, they are made after the commit, off the
+                    // writer's path.
+                    let events = pushes.then(|| events_of(&before, &after));
+                    let pushed = match &events {
+                        Some(events) => queue_pushes(tx, &after.id, events)?,
+                        None => false,
+                    };
                     Ok(Some(Ok((
                         before,
                         Arc::new(after),
-                        value,
+                        (value, events, pushed),
                         stamper.stamp(),
                         update_seq,
                     ))))
@@ -219,9 +251,14 @@ impl TaskHub {
             .await?;
         METRICS.store_write(started.elapsed());
         Ok(match outcome {
-            Some(Ok((before, after, value, _, _))) => {
+            Some(Ok((before, after, (value, events, pushed), _, _))) => {
+                self.pushed(pushed);
                 count_endings(&before, &after);
-                self.publish(&before, &after);
+                let events = events.unwrap_or_else(|| events_of(&before, &after));
+                if !events.is_empty() {
+                    // A terminal task's channel goes: every stream ends after its last event.
+                    self.channels.announce(&after, events);
+                }
                 Change::Applied(after, value)
             }
             Some(Err(record)) => Change::Terminal(record),
@@ -328,33 +365,11 @@ impl TaskHub {
         self.channels.publish(task_id, vec![event], false);
     }
 
-    fn publish(&self, before: &TaskRecord, after: &Arc<TaskRecord>) {
-        let mut events = Vec::new();
-        for artifact in after.artifacts.iter().skip(before.artifacts.len()) {
-            events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-                task_id: after.id.clone(),
-                context_id: after.context_id.clone(),
-                artifact: artifact.clone(),
-                append: false,
-                last_chunk: true,
-                metadata: None,
-            }));
+    /// Wakes the push worker when a write queued a push.
+    fn pushed(&self, pushed: bool) {
+        if pushed && let Some(ready) = &self.outbox {
+            ready.notify_one();
         }
-        if after.status.state != before.status.state
-            || after.status.message != before.status.message
-        {
-            events.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                task_id: after.id.clone(),
-                context_id: after.context_id.clone(),
-                status: after.status.clone(),
-                metadata: None,
-            }));
-        }
-        if events.is_empty() {
-            return;
-        }
-        // A terminal task's channel goes: every stream ends after its last event.
-        self.channels.announce(after, events);
     }
 }
 

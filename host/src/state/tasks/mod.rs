@@ -12,6 +12,8 @@ pub mod hub;
 pub mod ids;
 pub mod input_limit;
 pub mod live_records;
+pub mod push_configs;
+pub mod push_queue;
 pub mod service;
 mod story;
 

@@ -1,10 +1,10 @@
 //! One plugin's grants as the host enforces them: its host patterns, its settings, and its
 //! secrets read from the environment once at start-up. Which addresses a granted name may
-//! reach: public ones, and a loopback or private one only when a pattern lists that address.
+//! reach is [`crate::base::egress`]'s to say, for plugins and push notifications alike.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
 use http::{HeaderName, HeaderValue};
 
@@ -146,61 +146,6 @@ fn pattern_text(pattern: &HostPattern) -> String {
     }
 }
 
-/// Whether a request that matched `patterns` may connect to `address`: a public address, or
-/// one a pattern lists itself (the only way to reach loopback, private or link-local).
-pub fn address_allowed(address: IpAddr, patterns: &[&HostPattern]) -> bool {
-    let address = address.to_canonical();
-    let listed = patterns.iter().any(|p| match p.host {
-        HostMatch::Address(a) => a.to_canonical() == address,
-        _ => false,
-    });
-    listed || is_public(address)
-}
-
-/// Whether an address is on the public internet: not loopback, private, link-local, shared
-/// (CGNAT), unspecified, multicast, broadcast or reserved, and not an IPv6 form that carries
-/// such an IPv4 address (mapped, NAT64, 6to4) or hides one (Teredo).
-pub fn is_public(address: IpAddr) -> bool {
-    match address {
-        IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public_v4(v4);
-            }
-            let s = v6.segments();
-            let embedded = |hi: u16, lo: u16| Ipv4Addr::from(((hi as u32) << 16) | lo as u32);
-            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                return is_public_v4(embedded(s[6], s[7])); // NAT64 64:ff9b::/96
-            }
-            if s[0] == 0x2002 {
-                return is_public_v4(embedded(s[1], s[2])); // 6to4
-            }
-            !(v6.is_unspecified()
-                || v6.is_loopback()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00 // unique local
-                || (s[0] & 0xffc0) == 0xfe80 // link-local
-                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated)
-                || (s[0] == 0x2001 && s[1] == 0) // Teredo
-                || s[..6] == [0, 0, 0, 0, 0, 0]) // IPv4-compatible and the rest of ::/96
-        }
-    }
-}
-
-fn is_public_v4(v4: Ipv4Addr) -> bool {
-    let [a, b, ..] = v4.octets();
-    !(v4.is_unspecified()
-        || v4.is_loopback()
-        || v4.is_private()
-        || v4.is_link_local()
-        || v4.is_multicast()
-        || v4.is_broadcast()
-        || a == 0 // "this network"
-        || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
-        || (a == 192 && b == 0 && v4.octets()[2] == 0) // IETF protocol assignments
-        || a >= 240) // reserved
-}
-
 /// `text` with every secret of the grant replaced by [`SECRET_MASK`].
 pub fn mask(text: &[u8], secrets: &[Secret]) -> Option<Vec<u8>> {
     let mut out: Option<Vec<u8>> = None;
@@ -231,54 +176,9 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     find(haystack, needle).is_some()
 }
 
-/// Addresses written into tests of [`is_public`]: the forms a hostile name may resolve to.
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ip(text: &str) -> IpAddr {
-        text.parse().unwrap()
-    }
-
-    #[test]
-    fn loopback_private_link_local_and_their_ipv6_forms_are_not_public() {
-        for text in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "100.64.0.1",
-            "224.0.0.1",
-            "255.255.255.255",
-            "::",
-            "::1",
-            "fe80::1",
-            "fd00::1",
-            "ff02::1",
-            "::ffff:127.0.0.1",
-            "::ffff:169.254.169.254",
-            "64:ff9b::a9fe:a9fe",
-            "2002:7f00:1::",
-            "::127.0.0.1",
-        ] {
-            assert!(!is_public(ip(text)), "{text}");
-        }
-        for text in ["93.184.216.34", "2606:4700::1111", "::ffff:8.8.8.8"] {
-            assert!(is_public(ip(text)), "{text}");
-        }
-    }
-
-    #[test]
-    fn a_private_address_is_allowed_only_when_listed_as_that_address() {
-        let listed = HostPattern::parse("127.0.0.1:8080").unwrap();
-        let named = HostPattern::parse("localhost:8080").unwrap();
-        assert!(address_allowed(ip("127.0.0.1"), &[&listed]));
-        assert!(address_allowed(ip("::ffff:127.0.0.1"), &[&listed]));
-        assert!(!address_allowed(ip("127.0.0.2"), &[&listed]));
-        assert!(!address_allowed(ip("127.0.0.1"), &[&named]));
-    }
 
     #[test]
     fn every_echo_of_a_secret_is_masked() {

@@ -5,7 +5,6 @@
 //! the call's deadline, with any echo of a secret masked, before the guest sees it. Redirects
 //! are not followed: a guest that follows one makes a new request, checked the same way.
 
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -14,15 +13,14 @@ use http_body_util::{BodyExt, Full};
 use tokio::time::Instant;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
-use super::grants::{Grant, address_allowed, mask};
+use super::grants::{Grant, mask};
+use crate::base::egress::{self, EgressError};
 use crate::base::text::log_field::escape;
 
 /// The largest response body a plugin may receive: it is read whole into the host (to mask
 /// secrets before the guest sees any byte), so it is bounded. 4 MiB fits any API answer a tool
 /// should hand a model.
 pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
-/// Names one request may resolve to that are tried in turn.
-const MAX_ADDRESSES_TRIED: usize = 4;
 
 type SendFuture = Box<
     dyn Future<
@@ -57,7 +55,11 @@ impl WasiHttpHooks for Outbound {
         let grant = self.grant.clone();
         let deadline = self.deadline;
         Box::new(async move {
-            let target = Target::of(&request);
+            let target = egress::Target::of_uri(request.uri()).unwrap_or(egress::Target {
+                host: String::new(),
+                port: 0,
+                https: false,
+            });
             let sent = match tokio::time::timeout_at(deadline, send(&grant, request, &target)).await
             {
                 Ok(sent) => sent,
@@ -93,41 +95,10 @@ enum Refusal {
     Failed(Error, String),
 }
 
-/// Where a request goes, from its URI.
-struct Target {
-    /// Lower-case, IPv6 without brackets.
-    host: String,
-    port: u16,
-    https: bool,
-}
-
-impl Target {
-    fn of(request: &Request<WasiBody>) -> Target {
-        let uri = request.uri();
-        let https = uri.scheme() == Some(&http::uri::Scheme::HTTPS);
-        let host = uri.host().unwrap_or_default().to_ascii_lowercase();
-        let host = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .map(str::to_string)
-            .unwrap_or(host);
-        let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
-        Target { host, port, https }
-    }
-
-    fn authority(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
-    }
-}
-
 async fn send(
     grant: &Option<Arc<Grant>>,
     mut request: Request<WasiBody>,
-    target: &Target,
+    target: &egress::Target,
 ) -> Result<Response<WasiBody>, Refusal> {
     let refused = |why: String| Refusal::Refused(Error::HttpRequestDenied, why);
     let Some(grant) = grant else {
@@ -136,46 +107,27 @@ async fn send(
         ));
     };
     let patterns = grant.matching(&target.host, target.port);
-    if target.host.is_empty() || patterns.is_empty() {
-        return Err(refused(format!(
-            "{} is not in the plugin's http grant",
-            target.authority()
-        )));
-    }
-    let addresses: Vec<SocketAddr> = match target.host.parse::<IpAddr>() {
-        Ok(address) => vec![SocketAddr::new(address, target.port)],
-        Err(_) => tokio::net::lookup_host((target.host.as_str(), target.port))
-            .await
-            .map_err(|err| {
-                Refusal::Failed(
-                    Error::DnsError {
-                        rcode: None,
-                        info_code: None,
-                    },
-                    err.to_string(),
-                )
-            })?
-            .collect(),
-    };
-    let allowed: Vec<SocketAddr> = addresses
-        .iter()
-        .copied()
-        .filter(|a| address_allowed(a.ip(), &patterns))
-        .take(MAX_ADDRESSES_TRIED)
-        .collect();
-    if allowed.is_empty() {
-        let shown: Vec<String> = addresses.iter().map(|a| a.ip().to_string()).collect();
-        return Err(Refusal::Refused(
-            Error::DestinationIpProhibited,
-            format!(
-                "{} resolves to {}: a loopback, private or link-local address is reached only \
-                 when the grant lists that address",
-                target.host,
-                shown.join(", ")
+    let allowed = egress::resolve_allowed(target, &patterns)
+        .await
+        .map_err(|err| match err {
+            EgressError::NotAllowed(_) => refused(format!(
+                "{} is not in the plugin's http grant",
+                target.authority()
+            )),
+            EgressError::Prohibited { .. } => {
+                Refusal::Refused(Error::DestinationIpProhibited, err.to_string())
+            }
+            other => Refusal::Failed(
+                Error::DnsError {
+                    rcode: None,
+                    info_code: None,
+                },
+                other.to_string(),
             ),
-        ));
-    }
-    let stream = connect(&allowed).await?;
+        })?;
+    let stream = egress::connect(&allowed)
+        .await
+        .map_err(|err| Refusal::Failed(Error::ConnectionRefused, err.to_string()))?;
     let mut carries_secret = false;
     for secret in grant
         .secrets
@@ -205,47 +157,14 @@ async fn send(
         .parse()
         .map_err(|_| Refusal::Failed(Error::HttpRequestUriInvalid, "bad path".into()))?;
     let response = if target.https {
-        let tls = tls_connect(&target.host, stream).await?;
+        let tls = egress::tls_connect(&target.host, stream)
+            .await
+            .map_err(|err| Refusal::Failed(Error::TlsCertificateError, err.to_string()))?;
         exchange(tls, request).await?
     } else {
         exchange(stream, request).await?
     };
     Ok(masked(response, &grant.secrets))
-}
-
-async fn connect(addresses: &[SocketAddr]) -> Result<tokio::net::TcpStream, Refusal> {
-    let mut last = None;
-    for address in addresses {
-        match tokio::net::TcpStream::connect(address).await {
-            Ok(stream) => return Ok(stream),
-            Err(err) => last = Some(err),
-        }
-    }
-    let err = last.map(|e| e.to_string()).unwrap_or_default();
-    Err(Refusal::Failed(Error::ConnectionRefused, err))
-}
-
-async fn tls_connect(
-    host: &str,
-    stream: tokio::net::TcpStream,
-) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, Refusal> {
-    use tokio_rustls::rustls;
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(|err| Refusal::Failed(Error::TlsProtocolError, err.to_string()))?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from(host.to_string())
-        .map_err(|err| Refusal::Failed(Error::TlsProtocolError, err.to_string()))?;
-    tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, stream)
-        .await
-        .map_err(|err| Refusal::Failed(Error::TlsCertificateError, err.to_string()))
 }
 
 /// Sends the request over the connection and reads the whole response, within

@@ -6,18 +6,20 @@
 //! Routes whose last segment carries a verb (`/tasks/{id}:cancel`) are matched on the whole
 //! segment and split at its last `:`, so they work whatever the router makes of a colon.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+mod push;
 mod status;
 
 pub use status::{http_status, status_body};
@@ -350,17 +352,23 @@ fn verb<'a>(segment: &'a str, verb: &str) -> Option<&'a str> {
     (found == verb).then_some(id)
 }
 
-/// Every push-notification-config route: not supported, as the card says.
+/// Every push-notification-config route (§11.3.3): see [`push::answer`].
 async fn push_config(
     State(app): State<Arc<App>>,
     Extension(identified): Extension<Identified>,
+    Path(path): Path<HashMap<String, String>>,
+    method: Method,
     headers: HeaderMap,
     uri: Uri,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let requester = try_response!(checked(&app, identified, &headers, &uri));
-    requester
-        .activated
-        .echo(error_response(&ops::push_not_supported()))
+    let answer = async {
+        let body = try_response!(body_object(&headers, body));
+        let push = app.state.push.as_deref();
+        ok(push::answer(push, &requester.caller, &method, path, body).await)
+    };
+    requester.activated.echo(answer.await)
 }
 
 /// `GET /extendedAgentCard`.

@@ -6,9 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::wire;
-use crate::base::protocol::requests::{
-    SendMessageConfiguration, SendMessageRequest, TaskPushNotificationConfig,
-};
+use crate::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
 use crate::base::protocol::types::{
     Artifact, Message, Part, Role, SendMessageResponse, StreamResponse, Task,
     TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
@@ -21,7 +19,7 @@ pub const WRAPPED_DATA_KEY: &str = "value";
 // ---- 0.3 → 1.0 -------------------------------------------------------------------------------
 
 /// `message/send` params as a 1.0 `SendMessage` request. `blocking: false` becomes
-/// `returnImmediately`; a push config is kept so that the server refuses it as 1.0 does.
+/// `returnImmediately`; a push config is kept whole (id, url, token, authentication).
 pub fn send_params_to_v10(
     params: wire::SendParams,
 ) -> Result<SendMessageRequest, (String, String)> {
@@ -29,16 +27,11 @@ pub fn send_params_to_v10(
         message_to_v10(params.message).map_err(|(field, why)| (format!("message.{field}"), why))?;
     let configuration = params.configuration.map(|config| SendMessageConfiguration {
         accepted_output_modes: config.accepted_output_modes.unwrap_or_default(),
-        task_push_notification_config: config.push_notification_config.map(|value| {
-            TaskPushNotificationConfig {
-                url: value
-                    .get("url")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                ..TaskPushNotificationConfig::default()
-            }
-        }),
+        // 0.3's config has 1.0's fields (`id`, `url`, `token`, `authentication`); one that
+        // does not read as them is kept empty, for the server to refuse by its `url`.
+        task_push_notification_config: config
+            .push_notification_config
+            .map(|value| serde_json::from_value(value).unwrap_or_default()),
         history_length: config.history_length,
         return_immediately: config.blocking == Some(false),
     });
