@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 
 use crate::app::server::health::Health;
 use crate::app::server::identity::{BearerVerifier, Credentials};
-use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
+use crate::app::server::router::{ConnectionLimits, ServerState};
 use crate::base::config::{Config, ConfigError, EngineKind};
 use crate::base::model::{Model, ModelBuildError, Models, build_model};
 use crate::base::protocol::card::AgentCard;
@@ -20,7 +20,7 @@ use crate::state::tasks::Tasks;
 use crate::state::tasks::creator::BriefRules;
 use crate::state::tasks::hops::{HopRules, InstanceId};
 use crate::state::tasks::hub::TaskHub;
-use crate::work::agents::{LiveRegistry, Roster, served_cards};
+use crate::work::agents::{LiveRegistry, Roster};
 use crate::work::context::LivePrefix;
 use crate::work::engine::children::Children;
 use crate::work::engine::{
@@ -31,6 +31,7 @@ use crate::work::skills::{Catalog, SkillError};
 use late_agents::LateAgents;
 
 mod environment;
+mod grpc;
 mod late_agents;
 pub mod logging;
 mod parts;
@@ -66,9 +67,11 @@ pub enum StartError {
     #[error(transparent)]
     /// A skill could not be read.
     Skill(#[from] SkillError),
-    #[error("cannot listen on {addr}: {source} (set server.bind to a free address)")]
-    /// `server.bind` could not be bound.
+    #[error("cannot listen on {addr}: {source} (set {setting} to a free address)")]
+    /// `server.bind` (or `server.grpc_bind`) could not be bound.
     Bind {
+        /// The setting: `server.bind` or `server.grpc_bind`.
+        setting: &'static str,
         /// The address, as configured.
         addr: String,
         /// Why the bind failed.
@@ -91,6 +94,8 @@ pub struct Runtime {
     listener: TcpListener,
     /// `server.base_url`, else `http://{the bound address}`.
     base_url: String,
+    /// `server.grpc_bind`, bound beside `listener`, when set.
+    grpc: Option<grpc::GrpcListener>,
     /// The store (`store.path`).
     pub store: Arc<Store>,
     /// The task service every binding serves.
@@ -189,6 +194,7 @@ impl Runtime {
         let listener = bind(&config.server).await?;
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = base_url(&config, local);
+        let grpc = grpc::bind(&config.server).await?;
         let store = Arc::new(Store::open(&store_path)?);
         let hub = Arc::new(match config.engine.kind {
             // Every loop of the store's tasks runs here: records may be kept between steps.
@@ -265,6 +271,7 @@ impl Runtime {
             config,
             listener,
             base_url,
+            grpc,
             store,
             tasks,
             engine,
@@ -299,7 +306,7 @@ impl Runtime {
     /// The card this harness serves, reachable at `base_url`: the default card with `[card]`
     /// laid on top, and the security `[server]` configures.
     pub fn card(&self, base_url: &str) -> AgentCard {
-        served_cards(&self.config, base_url).0
+        grpc::cards(&self.config, base_url, self.grpc.as_ref()).0
     }
 
     /// Resumes every open task, then serves until `shutdown` resolves; in-flight
@@ -318,7 +325,7 @@ impl Runtime {
         if followed > 0 {
             tracing::info!(followed, "following open sub-tasks again");
         }
-        let (card, extended_card) = served_cards(&self.config, &base_url);
+        let (card, extended_card) = grpc::cards(&self.config, &base_url, self.grpc.as_ref());
         let state = ServerState {
             service: self.tasks.clone(),
             card,
@@ -365,7 +372,7 @@ impl Runtime {
             self.unreachable.clone(),
         )
         .start(&stop_late);
-        let result = serve(self.listener, router(state), limits, shutdown).await;
+        let result = grpc::serve_all(self.listener, self.grpc, state, limits, shutdown).await;
         stop_late.cancel();
         self.engine.shutdown().await;
         self.children.shutdown().await;
@@ -418,6 +425,7 @@ fn lock_mode(kind: EngineKind) -> LockMode {
 /// took it for (not whatever a resolver answers).
 async fn bind(server: &crate::base::config::ServerConfig) -> Result<TcpListener, StartError> {
     let refused = |source| StartError::Bind {
+        setting: "server.bind",
         addr: server.bind.clone(),
         source,
     };
