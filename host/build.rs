@@ -1,5 +1,6 @@
 //! Builds the builtin plugin (`builtin/`, a Rust component for `wasm32-wasip2`) so the harness
-//! binary embeds it: `cargo install` then gives a working harness with no files beside it.
+//! binary embeds it: `cargo install` then gives a working harness with no files beside it; and
+//! generates the gRPC binding's types and service from `proto/a2a.proto`.
 
 use std::env;
 use std::path::PathBuf;
@@ -15,7 +16,11 @@ use std::process::Command;
 /// plugin's failure like any other.
 const BUILTIN_STACK_BYTES: u32 = 64 * 1024;
 
+/// The proto package of A2A 1.0 whose messages get protobuf-JSON serde.
+const A2A_PROTO_PACKAGE: &str = ".lf.a2a.v1";
+
 fn main() {
+    compile_a2a_proto();
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let root = manifest_dir.join("..");
     for watched in [
@@ -63,4 +68,36 @@ fn main() {
     let built = target_dir.join("wasm32-wasip2/release/tiny_harness_builtin.wasm");
     std::fs::copy(&built, out_dir.join("builtin.wasm"))
         .unwrap_or_else(|err| panic!("cannot copy {}: {err}", built.display()));
+}
+
+/// `proto/a2a.proto` to Rust: prost messages, the tonic service and client (no transport: the
+/// server is the crate's own connection loop), and pbjson's protobuf-JSON serde for every
+/// message, through which the gRPC binding converts to and from the protocol types. Compiled by
+/// protox (pure Rust), so no `protoc` is needed; the well-known types are pbjson-types'.
+fn compile_a2a_proto() {
+    use prost::Message as _;
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let proto_dir = manifest_dir.join("proto");
+    println!("cargo:rerun-if-changed={}", proto_dir.display());
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
+    let descriptors = protox::compile([proto_dir.join("a2a.proto")], [&proto_dir])
+        .unwrap_or_else(|err| panic!("cannot compile proto/a2a.proto: {err}"));
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(true)
+        .build_transport(false)
+        // Not prost-types' well-known types (no serde) but pbjson-types' (protobuf-JSON serde).
+        .compile_well_known_types(true)
+        .extern_path(".google.protobuf", "::pbjson_types")
+        .out_dir(&out_dir)
+        .compile_fds(descriptors.clone())
+        .unwrap_or_else(|err| panic!("cannot generate the gRPC code of proto/a2a.proto: {err}"));
+    let mut json = pbjson_build::Builder::new();
+    json.register_descriptors(&descriptors.encode_to_vec())
+        .and_then(|json| {
+            json.out_dir(&out_dir)
+                .ignore_unknown_fields()
+                .build(&[A2A_PROTO_PACKAGE])
+        })
+        .unwrap_or_else(|err| panic!("cannot generate the protobuf-JSON code of a2a.proto: {err}"));
 }

@@ -1,7 +1,8 @@
-//! The official A2A clients against the `harness` binary: the Python SDK 1.x over JSON-RPC and
-//! HTTP+JSON, the Python SDK 0.3 over the 0.3 JSON-RPC dialect, and the JavaScript SDK over all
-//! three. Each test starts `harness serve` with the scripted model of `interop/script.toml` on
-//! a free loopback port and runs one script of `interop/` against it, as a token caller of
+//! The official A2A clients against the `harness` binary: the Python SDK 1.x over JSON-RPC,
+//! HTTP+JSON and gRPC, the Python SDK 0.3 over the 0.3 JSON-RPC dialect, and the JavaScript SDK
+//! over all four. Each test starts `harness serve` with the scripted model of
+//! `interop/script.toml` on a free loopback port (gRPC on a second one, `server.grpc_bind`) and
+//! runs one script of `interop/` against it, as a token caller of
 //! `[[server.callers]]` (its token in `A2A_BEARER_TOKEN`): only a caller that proves who it is
 //! lists its tasks.
 //!
@@ -49,7 +50,7 @@ fn serve() -> Serving {
     let dir = tempfile::tempdir().unwrap();
     let script = interop_dir().join("script.toml");
     let config = format!(
-        "[server]\nbind = \"127.0.0.1:0\"\nrate_limit_per_minute = 0\n\
+        "[server]\nbind = \"127.0.0.1:0\"\ngrpc_bind = \"127.0.0.1:0\"\nrate_limit_per_minute = 0\n\
          [[server.callers]]\nid = \"{CALLER_ID}\"\ntoken_env = \"INTEROP_CALLER_TOKEN\"\n\
          [store]\npath = \"harness.db\"\n\
          [model]\nprovider = \"scripted\"\nscript = {:?}\n",

@@ -2,14 +2,16 @@
 //
 // Usage: node client.mjs BASE_URL
 //
-// Over each 1.0 binding the agent card lists (JSON-RPC, then HTTP+JSON) it fetches the card,
+// Over each 1.0 binding the agent card lists (JSON-RPC, HTTP+JSON, then gRPC) it fetches the card,
 // sends a blocking message, streams one, gets the task, lists tasks, subscribes to a running
 // task and cancels another; then it does a send, a get and a cancel over the card's JSON-RPC
 // 0.3 interface with the SDK's 0.3 compatibility transport. The harness must run the scripted
 // model of interop/script.toml. Prints one line per check; exits non-zero at the first failure.
 //
 // With A2A_BEARER_TOKEN set, every call presents it (`Authorization: Bearer`), as a caller of
-// the harness's `[[server.callers]]`: only a caller that proves who it is lists its tasks.
+// the harness's `[[server.callers]]`: only a caller that proves who it is lists its tasks. Over
+// gRPC it goes as `authorization` metadata. The gRPC binding is exercised only when the card
+// lists it (the harness runs with `server.grpc_bind`).
 
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -19,6 +21,8 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import { InterceptingCall } from '@grpc/grpc-js';
 
 const TOKEN = process.env.A2A_BEARER_TOKEN || '';
 
@@ -32,6 +36,18 @@ function authenticatedFetch(input, init = {}) {
   return fetch(input, { ...init, headers });
 }
 
+// Every gRPC call with the bearer token as metadata, when there is one.
+function withToken(options, nextCall) {
+  return new InterceptingCall(nextCall(options), {
+    start(metadata, listener, next) {
+      if (TOKEN) {
+        metadata.set('authorization', `Bearer ${TOKEN}`);
+      }
+      next(metadata, listener);
+    },
+  });
+}
+
 const BINDINGS = ['JSONRPC', 'HTTP+JSON'];
 
 function check(condition, what) {
@@ -43,12 +59,18 @@ function check(condition, what) {
 
 function request(text, returnImmediately = false) {
   return {
+    // Every field given, empty or not: the SDK's gRPC encoder writes an absent string as
+    // "undefined" and iterates every repeated field.
     message: {
       messageId: randomUUID(),
+      contextId: '',
+      taskId: '',
       role: Role.ROLE_USER,
-      parts: [{ content: { $case: 'text', value: text } }],
+      parts: [{ content: { $case: 'text', value: text }, mediaType: '', filename: '' }],
+      extensions: [],
+      referenceTaskIds: [],
     },
-    configuration: { returnImmediately },
+    configuration: { returnImmediately, acceptedOutputModes: [] },
   };
 }
 
@@ -75,6 +97,7 @@ async function exercise(baseUrl, binding) {
     transports: [
       new JsonRpcTransportFactory({ fetchImpl: authenticatedFetch }),
       new RestTransportFactory({ fetchImpl: authenticatedFetch }),
+      new GrpcTransportFactory({ grpcCallOptions: { interceptors: [withToken] } }),
     ],
   });
   const client = await new ClientFactory(options).createFromUrl(baseUrl);
@@ -86,18 +109,23 @@ async function exercise(baseUrl, binding) {
   check(task.status?.state === TaskState.TASK_STATE_COMPLETED, `${binding}: getTask`);
   check(task.history.length === 1, `${binding}: getTask trims history to 1`);
 
-  const page = await client.listTasks({ contextId: sent.contextId });
+  const page = await client.listTasks({
+    tenant: '',
+    contextId: sent.contextId,
+    status: TaskState.TASK_STATE_UNSPECIFIED,
+    pageToken: '',
+  });
   check(page.tasks.length === 1 && page.tasks[0].id === sent.id, `${binding}: listTasks by context`);
 
   const streamed = await lastTaskState(client.sendMessageStream(request('stream')));
   check(streamed.state === TaskState.TASK_STATE_COMPLETED, `${binding}: a stream ends completed`);
 
   const running = await client.sendMessage(request('subscribe', true));
-  const followed = await lastTaskState(client.resubscribeTask({ id: running.id }));
+  const followed = await lastTaskState(client.resubscribeTask({ tenant: '', id: running.id }));
   check(followed.state === TaskState.TASK_STATE_COMPLETED, `${binding}: resubscribeTask follows to the end`);
 
   const doomed = await client.sendMessage(request('cancel me', true));
-  const canceled = await client.cancelTask({ id: doomed.id });
+  const canceled = await client.cancelTask({ tenant: '', id: doomed.id });
   check(canceled.status?.state === TaskState.TASK_STATE_CANCELED, `${binding}: cancelTask`);
 }
 
@@ -136,7 +164,11 @@ async function main() {
   }
   const card = await (await fetch(`${baseUrl}/.well-known/agent-card.json`)).json();
   check(card.name === 'tiny-harness', 'the card is fetched');
-  for (const binding of BINDINGS) {
+  const bindings = [...BINDINGS];
+  if (card.supportedInterfaces.some((i) => i.protocolBinding === 'GRPC')) {
+    bindings.push('GRPC');
+  }
+  for (const binding of bindings) {
     await exercise(baseUrl, binding);
   }
   await exerciseLegacy(baseUrl);

@@ -3,10 +3,12 @@
 Usage: client_v1.py BASE_URL
 
 With A2A_BEARER_TOKEN set, every call presents it (`Authorization: Bearer`), as a caller of the
-harness's `[[server.callers]]`, and the script also checks that the same calls without it list
-nothing (a caller that proves no identity lists no tasks).
+harness's `[[server.callers]]` (over gRPC as `authorization` metadata), and the script also
+checks that the same calls without it list nothing (a caller that proves no identity lists no
+tasks).
 
-Over each binding the agent card lists (JSON-RPC, then HTTP+JSON) it fetches the card, sends a
+Over each binding the agent card lists (JSON-RPC, HTTP+JSON, then gRPC when the harness serves
+it with `server.grpc_bind`) it fetches the card, sends a
 blocking message, streams one, gets the task, lists tasks, subscribes to a running task and
 cancels another. The harness must run the scripted model with a first reply that waits a
 second or more (see interop/script.toml), so that a task is still running when it is canceled.
@@ -18,6 +20,7 @@ import os
 import sys
 import uuid
 
+import grpc
 import httpx
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
@@ -35,6 +38,7 @@ from a2a.types import (
 from a2a.utils.constants import TransportProtocol
 
 BINDINGS = [TransportProtocol.JSONRPC.value, TransportProtocol.HTTP_JSON.value]
+GRPC = TransportProtocol.GRPC.value
 
 
 def check(condition: bool, what: str) -> None:
@@ -72,14 +76,48 @@ def http_client(token: str | None) -> httpx.AsyncClient:
     return httpx.AsyncClient(headers=headers, timeout=60)
 
 
+class _BearerToken:
+    """Adds `authorization: Bearer <token>` to a gRPC call's metadata."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def _details(self, details):
+        metadata = grpc.aio.Metadata(*(details.metadata or ()))
+        metadata["authorization"] = f"Bearer {self.token}"
+        return details._replace(metadata=metadata)
+
+
+# grpc.aio files an interceptor under the first call kind it implements only: one class each.
+class BearerUnary(_BearerToken, grpc.aio.UnaryUnaryClientInterceptor):
+    async def intercept_unary_unary(self, continuation, details, request):
+        return await continuation(self._details(details), request)
+
+
+class BearerStream(_BearerToken, grpc.aio.UnaryStreamClientInterceptor):
+    async def intercept_unary_stream(self, continuation, details, request):
+        return await continuation(self._details(details), request)
+
+
+def grpc_channels(token: str | None):
+    """The SDK's gRPC channel factory: plaintext HTTP/2 to the card's `host:port`."""
+    interceptors = [BearerUnary(token), BearerStream(token)] if token else None
+    return lambda url: grpc.aio.insecure_channel(url, interceptors=interceptors)
+
+
+def config(binding: str, token: str | None, streaming: bool, http=None) -> ClientConfig:
+    return ClientConfig(
+        streaming=streaming,
+        supported_protocol_bindings=[binding],
+        httpx_client=http,
+        grpc_channel_factory=grpc_channels(token),
+    )
+
+
 async def exercise(card, binding: str, token: str | None) -> None:
     http = http_client(token)
-    blocking = ClientFactory(
-        ClientConfig(streaming=False, supported_protocol_bindings=[binding], httpx_client=http)
-    ).create(card)
-    streaming = ClientFactory(
-        ClientConfig(streaming=True, supported_protocol_bindings=[binding], httpx_client=http)
-    ).create(card)
+    blocking = ClientFactory(config(binding, token, False, http)).create(card)
+    streaming = ClientFactory(config(binding, token, True, http)).create(card)
     try:
         task_id, state = await last_task_state(blocking.send_message(request("hello")))
         check(state == TaskState.TASK_STATE_COMPLETED, f"{binding}: a blocking send completes")
@@ -91,9 +129,7 @@ async def exercise(card, binding: str, token: str | None) -> None:
         page = await blocking.list_tasks(ListTasksRequest(context_id=task.context_id))
         check([t.id for t in page.tasks] == [task_id], f"{binding}: list_tasks by context")
         if token:
-            anonymous = ClientFactory(
-                ClientConfig(streaming=False, supported_protocol_bindings=[binding])
-            ).create(card)
+            anonymous = ClientFactory(config(binding, None, False)).create(card)
             try:
                 page = await anonymous.list_tasks(ListTasksRequest(context_id=task.context_id))
                 check(not page.tasks, f"{binding}: without the token list_tasks lists nothing")
@@ -127,7 +163,8 @@ async def main(base_url: str) -> None:
     bindings = [f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces]
     check(bindings[:2] == [f"{b} 1.0" for b in BINDINGS], f"the card lists {bindings}")
     token = os.environ.get("A2A_BEARER_TOKEN") or None
-    for binding in BINDINGS:
+    served = {i.protocol_binding for i in card.supported_interfaces}
+    for binding in BINDINGS + ([GRPC] if GRPC in served else []):
         await exercise(card, binding, token)
     print("python a2a-sdk 1.x: all checks passed", flush=True)
 

@@ -5,11 +5,14 @@
 //! a sub-task on `self` (plan, spawn, the child's own model call, the answer). The model answers
 //! at once, either in-process or as an OpenAI-compatible stub on loopback (`--model stub`, one
 //! HTTP model call per turn). `--stub-only` serves just the stub, for a `harness serve` to use;
-//! `--record` and `--verify` make the durability check (see docs/performance.md).
+//! `--record` and `--verify` make the durability check (see docs/performance.md). `--binding`
+//! chooses JSON-RPC, gRPC (the harness built here serves it on a second loopback port), or both
+//! one after the other against the same harness, so the two figures come from one run.
 //!
 //! `cargo run --release -p tiny-harness --example loadgen -- --scenario one-turn --model stub`
 
 mod durability;
+mod grpc;
 mod model;
 
 use std::path::PathBuf;
@@ -40,6 +43,32 @@ enum ModelKind {
     Instant,
     /// An OpenAI-compatible stub on loopback that answers at once.
     Stub,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Binding {
+    /// Blocking `SendMessage` over JSON-RPC.
+    Jsonrpc,
+    /// Blocking `SendMessage` over gRPC.
+    Grpc,
+    /// JSON-RPC, then gRPC, against the same harness.
+    Both,
+}
+
+/// Where requests go: the JSON-RPC endpoint, or the gRPC service.
+#[derive(Clone)]
+enum Target {
+    Jsonrpc(reqwest::Client, String),
+    Grpc(grpc::Client),
+}
+
+impl Target {
+    async fn send(&self, text: &str) -> Result<String, String> {
+        match self {
+            Target::Jsonrpc(client, url) => send(client, url, text).await,
+            Target::Grpc(client) => grpc::send(client.clone(), text).await,
+        }
+    }
 }
 
 #[derive(Parser)]
@@ -74,6 +103,9 @@ struct Args {
     /// Serve only the stub model on this address (e.g. 127.0.0.1:9099) until killed.
     #[arg(long)]
     stub_only: Option<String>,
+    /// The binding to drive (gRPC only against the harness built here).
+    #[arg(long, value_enum, default_value = "jsonrpc")]
+    binding: Binding,
 }
 
 /// What one worker saw.
@@ -111,8 +143,7 @@ async fn send(client: &reqwest::Client, url: &str, text: &str) -> Result<String,
 
 /// Runs `concurrency` workers until `deadline` or until `requests` were sent.
 async fn drive(
-    client: &reqwest::Client,
-    url: &str,
+    target: &Target,
     text: &'static str,
     concurrency: usize,
     requests: Option<usize>,
@@ -121,7 +152,7 @@ async fn drive(
     let sent = Arc::new(AtomicUsize::new(0));
     let mut workers = Vec::with_capacity(concurrency);
     for _ in 0..concurrency {
-        let (client, url, sent) = (client.clone(), url.to_string(), sent.clone());
+        let (target, sent) = (target.clone(), sent.clone());
         workers.push(tokio::spawn(async move {
             let mut outcome = Outcome::default();
             loop {
@@ -130,7 +161,7 @@ async fn drive(
                     break;
                 }
                 let started = Instant::now();
-                match send(&client, &url, text).await {
+                match target.send(text).await {
                     Ok(id) => {
                         outcome.latencies.push(started.elapsed());
                         outcome.completed_ids.push(id);
@@ -180,9 +211,10 @@ fn report(label: &str, mut outcome: Outcome, elapsed: Duration) -> Outcome {
     outcome
 }
 
-/// Builds a harness on loopback with the chosen model and a fresh store; returns its URL and the
-/// folder that holds its store (kept alive as long as the run).
-async fn start_harness(kind: ModelKind) -> (String, tempfile::TempDir) {
+/// Builds a harness on loopback with the chosen model and a fresh store, gRPC on a second port;
+/// returns its URL, its gRPC target and the folder that holds its store (kept alive as long as
+/// the run).
+async fn start_harness(kind: ModelKind) -> (String, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temporary folder");
     let config_path = dir.path().join("config.toml");
     let (model_section, model): (String, Option<Arc<dyn Model>>) = match kind {
@@ -197,7 +229,7 @@ async fn start_harness(kind: ModelKind) -> (String, tempfile::TempDir) {
     };
     std::fs::write(
         &config_path,
-        format!("[server]\nbind = \"127.0.0.1:0\"\nrate_limit_per_minute = 0\n[store]\npath = \"load.db\"\n{model_section}"),
+        format!("[server]\nbind = \"127.0.0.1:0\"\ngrpc_bind = \"127.0.0.1:0\"\nrate_limit_per_minute = 0\n[store]\npath = \"load.db\"\n{model_section}"),
     )
     .expect("config written");
     let config = Config::load(&config_path).expect("config");
@@ -207,8 +239,15 @@ async fn start_harness(kind: ModelKind) -> (String, tempfile::TempDir) {
     }
     .expect("runtime");
     let url = format!("http://{}/", runtime.local_addr());
+    let grpc = runtime
+        .card(&url)
+        .supported_interfaces
+        .iter()
+        .find(|interface| interface.protocol_binding == "GRPC")
+        .map(|interface| interface.url.clone())
+        .expect("the card lists gRPC");
     tokio::spawn(runtime.serve(std::future::pending()));
-    (url, dir)
+    (url, grpc, dir)
 }
 
 #[tokio::main]
@@ -228,37 +267,56 @@ async fn main() {
         let intact = durability::verify(&client, url, path).await;
         std::process::exit(if intact { 0 } else { 1 });
     }
-    let (url, _store) = match &args.url {
-        Some(url) => (url.clone(), None),
+    let (url, grpc_target, _store) = match &args.url {
+        Some(url) => (url.clone(), None, None),
         None => {
-            let (url, dir) = start_harness(args.model).await;
-            (url, Some(dir))
+            let (url, grpc, dir) = start_harness(args.model).await;
+            (url, Some(grpc), Some(dir))
         }
     };
     let text = match args.scenario {
         Scenario::OneTurn => model::ONE_TURN_TEXT,
         Scenario::Delegating => model::DELEGATING_TEXT,
     };
+    let mut targets = Vec::new();
+    if args.binding != Binding::Grpc {
+        targets.push(("jsonrpc", Target::Jsonrpc(client.clone(), url.clone())));
+    }
+    if args.binding != Binding::Jsonrpc {
+        let target = grpc_target.expect("--binding grpc drives the harness built here, not --url");
+        targets.push(("grpc", Target::Grpc(grpc::connect(&target).await)));
+    }
+    let mut outcome = Outcome::default();
+    for (label, target) in targets {
+        outcome = run(&args, &url, label, &target, text).await;
+        if !outcome.failures.is_empty() && args.record.is_none() {
+            std::process::exit(1);
+        }
+    }
+    if let Some(path) = &args.record {
+        durability::record(path, &outcome.completed_ids);
+        println!(
+            "loadgen: {} acknowledged task ids written to {}",
+            outcome.completed_ids.len(),
+            path.display()
+        );
+    }
+}
+
+/// Warms up, then drives `target` for the run's duration (or request count) and reports it.
+async fn run(args: &Args, url: &str, label: &str, target: &Target, text: &'static str) -> Outcome {
     let far = Instant::now() + Duration::from_secs(3600);
-    let warm = drive(
-        &client,
-        &url,
-        text,
-        args.concurrency,
-        Some(args.warmup),
-        far,
-    )
-    .await;
+    let warm = drive(target, text, args.concurrency, Some(args.warmup), far).await;
     if !warm.failures.is_empty() {
         println!("warm-up: {} of {} failed", warm.failures.len(), args.warmup);
     }
     let harness = if args.url.is_some() {
-        url.clone()
+        url.to_string()
     } else {
         format!("{:?} model in this process", args.model)
     };
     println!(
-        "loadgen: {:?}, concurrency {}, {}, harness {harness}",
+        "loadgen: {:?} over {label}, concurrency {}, {}, harness {harness}",
         args.scenario,
         args.concurrency,
         match args.requests {
@@ -268,19 +326,6 @@ async fn main() {
     );
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.duration);
-    let limit = args.requests;
-    let outcome = drive(&client, &url, text, args.concurrency, limit, deadline).await;
-    let outcome = report("loadgen", outcome, started.elapsed());
-    if let Some(path) = &args.record {
-        durability::record(path, &outcome.completed_ids);
-        println!(
-            "loadgen: {} acknowledged task ids written to {}",
-            outcome.completed_ids.len(),
-            path.display()
-        );
-    }
-    // With --record the harness is expected to be killed during the run: failures are the point.
-    if !outcome.failures.is_empty() && args.record.is_none() {
-        std::process::exit(1);
-    }
+    let outcome = drive(target, text, args.concurrency, args.requests, deadline).await;
+    report(&format!("loadgen {label}"), outcome, started.elapsed())
 }

@@ -12,7 +12,7 @@ use tokio::net::TcpListener;
 use crate::app::push::Push;
 use crate::app::server::health::Health;
 use crate::app::server::identity::{BearerVerifier, Credentials};
-use crate::app::server::router::{ConnectionLimits, ServerState, router, serve};
+use crate::app::server::router::{ConnectionLimits, ServerState};
 use crate::base::config::{Config, ConfigError, EngineKind};
 use crate::base::model::{Model, ModelBuildError, Models, build_model};
 use crate::base::protocol::card::AgentCard;
@@ -21,7 +21,7 @@ use crate::state::tasks::Tasks;
 use crate::state::tasks::creator::BriefRules;
 use crate::state::tasks::hops::{HopRules, InstanceId};
 use crate::state::tasks::hub::TaskHub;
-use crate::work::agents::{LiveRegistry, Roster, served_cards};
+use crate::work::agents::{LiveRegistry, Roster};
 use crate::work::context::LivePrefix;
 use crate::work::engine::children::Children;
 use crate::work::engine::{
@@ -32,6 +32,7 @@ use crate::work::skills::{Catalog, SkillError};
 use late_agents::LateAgents;
 
 mod environment;
+mod grpc;
 mod late_agents;
 pub mod logging;
 mod parts;
@@ -67,9 +68,11 @@ pub enum StartError {
     #[error(transparent)]
     /// A skill could not be read.
     Skill(#[from] SkillError),
-    #[error("cannot listen on {addr}: {source} (set server.bind to a free address)")]
-    /// `server.bind` could not be bound.
+    #[error("cannot listen on {addr}: {source} (set {setting} to a free address)")]
+    /// `server.bind` (or `server.grpc_bind`) could not be bound.
     Bind {
+        /// The setting: `server.bind` or `server.grpc_bind`.
+        setting: &'static str,
         /// The address, as configured.
         addr: String,
         /// Why the bind failed.
@@ -92,6 +95,8 @@ pub struct Runtime {
     listener: TcpListener,
     /// `server.base_url`, else `http://{the bound address}`.
     base_url: String,
+    /// `server.grpc_bind`, bound beside `listener`, when set.
+    grpc: Option<grpc::GrpcListener>,
     /// The store (`store.path`).
     pub store: Arc<Store>,
     /// The task service every binding serves.
@@ -192,6 +197,7 @@ impl Runtime {
         let listener = bind(&config.server).await?;
         let local = listener.local_addr().map_err(StartError::Serve)?;
         let base_url = base_url(&config, local);
+        let grpc = grpc::bind(&config.server).await?;
         let store = Arc::new(Store::open(&store_path)?);
         let hub = match config.engine.kind {
             // Every loop of the store's tasks runs here: records may be kept between steps.
@@ -269,6 +275,7 @@ impl Runtime {
             config,
             listener,
             base_url,
+            grpc,
             store,
             tasks,
             engine,
@@ -304,7 +311,7 @@ impl Runtime {
     /// The card this harness serves, reachable at `base_url`: the default card with `[card]`
     /// laid on top, and the security `[server]` configures.
     pub fn card(&self, base_url: &str) -> AgentCard {
-        served_cards(&self.config, base_url).0
+        grpc::cards(&self.config, base_url, self.grpc.as_ref()).0
     }
 
     /// Resumes every open task, then serves until `shutdown` resolves; in-flight
@@ -323,7 +330,7 @@ impl Runtime {
         if followed > 0 {
             tracing::info!(followed, "following open sub-tasks again");
         }
-        let (mut card, extended_card) = served_cards(&self.config, &base_url);
+        let (mut card, extended_card) = grpc::cards(&self.config, &base_url, self.grpc.as_ref());
         card.capabilities.push_notifications = Some(self.push.is_some());
         let _push_worker = self.push.as_ref().map(|p| p.start(self.store.clone()));
         let state = ServerState {
@@ -374,7 +381,7 @@ impl Runtime {
         )
         .start(&stop_late);
         self.tools.start_late(&stop_late);
-        let result = serve(self.listener, router(state), limits, shutdown).await;
+        let result = grpc::serve_all(self.listener, self.grpc, state, limits, shutdown).await;
         stop_late.cancel();
         self.engine.shutdown().await;
         self.children.shutdown().await;
@@ -427,6 +434,7 @@ fn lock_mode(kind: EngineKind) -> LockMode {
 /// took it for (not whatever a resolver answers).
 async fn bind(server: &crate::base::config::ServerConfig) -> Result<TcpListener, StartError> {
     let refused = |source| StartError::Bind {
+        setting: "server.bind",
         addr: server.bind.clone(),
         source,
     };

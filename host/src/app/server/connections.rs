@@ -8,6 +8,10 @@
 //! connection's clock is `Activity`: a new connection, or the first byte of a later request,
 //! starts the header timeout; a request in flight (its response streaming included) stops every
 //! connection timeout; a connection with nothing in flight and nothing begun is idle.
+//!
+//! The gRPC binding is served by the same loop over HTTP/2 with prior knowledge ([`Wire::H2c`]):
+//! its streams are the requests in flight, and a stalled or idle connection is sent GOAWAY, so
+//! streams already open finish.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -23,8 +27,8 @@ use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::response::IntoResponse;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper_util::rt::TokioIo;
+use hyper::server::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
@@ -82,15 +86,35 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// What a listener speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// HTTP/1.1: the JSON-RPC and HTTP+JSON bindings and the card.
+    Http1,
+    /// HTTP/2 with prior knowledge (h2c), as gRPC clients speak it without TLS.
+    H2c,
+}
+
+/// Serves `router` over HTTP/1.1; see [`serve_wire`].
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_wire(listener, router, limits, Wire::Http1, shutdown).await
+}
+
 /// Serves `router` on `listener` under `limits` until `shutdown` completes; then stops
 /// accepting, closes idle connections, and lets open requests finish for up to
 /// [`SHUTDOWN_GRACE`]. Each request carries its peer address (`ConnectInfo<SocketAddr>`) and
 /// its connection's place in its caller's share (`Arc<ConnectionShare>`), which the router's
 /// [`crate::app::server::fair_share::enforce`] claims.
-pub async fn serve(
+pub async fn serve_wire(
     listener: TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    wire: Wire,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let open = Arc::new(Semaphore::new(limits.max_connections));
@@ -118,6 +142,7 @@ pub async fn serve(
                     router: router.clone(),
                     peer,
                     limits,
+                    wire,
                     stopping: stopping.clone(),
                     share,
                 };
@@ -156,6 +181,7 @@ struct Connection {
     router: Router,
     peer: SocketAddr,
     limits: ConnectionLimits,
+    wire: Wire,
     stopping: CancellationToken,
     /// Its place in its caller's share, given back when the connection ends.
     share: Arc<ConnectionShare>,
@@ -170,7 +196,11 @@ impl Connection {
         let _ = stream.set_nodelay(true);
         let activity = Activity::new();
         let io = TokioIo::new(Watched::new(stream, activity.clone()));
-        let (router, peer, body_timeout) = (self.router, self.peer, self.limits.body_read_timeout);
+        let (router, peer, body_timeout) = (
+            self.router.clone(),
+            self.peer,
+            self.limits.body_read_timeout,
+        );
         let requests = activity.clone();
         let share = self.share.clone();
         let service = hyper::service::service_fn(move |request: Request<Incoming>| {
@@ -182,11 +212,31 @@ impl Connection {
             };
             handle(request, router.clone(), body_timeout, served)
         });
-        let mut builder = http1::Builder::new();
-        // Off: this module keeps the header timeout (see the module's notes).
-        builder.header_read_timeout(None);
-        let mut connection = pin!(builder.serve_connection(io, service));
-        let limits = self.limits;
+        match self.wire {
+            Wire::Http1 => {
+                let mut builder = http1::Builder::new();
+                // Off: this module keeps the header timeout (see the module's notes).
+                builder.header_read_timeout(None);
+                let connection = builder.serve_connection(io, service);
+                self.drive(connection, &activity).await;
+            }
+            Wire::H2c => {
+                let mut builder = http2::Builder::new(TokioExecutor::new());
+                builder.timer(TokioTimer::new());
+                let connection = builder.serve_connection(io, service);
+                self.drive(connection, &activity).await;
+            }
+        }
+    }
+
+    /// Drives the connection until it ends or its clock closes it. An HTTP/2 connection is
+    /// never cut while it may carry other streams: its stalls get GOAWAY, like an idle one.
+    async fn drive<C>(&self, connection: C, activity: &Activity)
+    where
+        C: Future<Output = Result<(), hyper::Error>> + Graceful,
+    {
+        let mut connection = pin!(connection);
+        let (limits, peer) = (self.limits, self.peer);
         let mut closing = false;
         loop {
             // A crowded connection (its address holds a share of silent ones) gets a short
@@ -212,20 +262,52 @@ impl Connection {
                 () = activity.changed.notified() => {}
                 () = tokio::time::sleep_until(deadline) => match stall {
                     Stall::None => {}
-                    Stall::Header => {
+                    Stall::Header if self.wire == Wire::Http1 || closing => {
                         tracing::debug!(%peer, "closing a connection: no whole request head in time");
                         return;
                     }
                     // Closes at once when nothing has arrived; a request that slipped in first
                     // is answered, then the connection closes.
-                    Stall::Idle if !closing => {
+                    Stall::Header | Stall::Idle if !closing => {
                         closing = true;
                         connection.as_mut().graceful_shutdown();
                     }
-                    Stall::Idle => return,
+                    Stall::Header | Stall::Idle => return,
                 },
             }
         }
+    }
+}
+
+/// A connection that can be asked to finish what it has begun and close.
+trait Graceful {
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>);
+}
+
+impl<I, S> Graceful for http1::Connection<I, S>
+where
+    S: hyper::service::HttpService<Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S::ResBody: hyper::body::Body + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>) {
+        http1::Connection::graceful_shutdown(self)
+    }
+}
+
+impl<I, S, E> Graceful for http2::Connection<I, S, E>
+where
+    S: hyper::service::HttpService<Incoming>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    S::ResBody: hyper::body::Body + 'static,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    E: hyper::rt::bounds::Http2ServerConnExec<S::Future, S::ResBody>,
+{
+    fn graceful_shutdown(self: std::pin::Pin<&mut Self>) {
+        http2::Connection::graceful_shutdown(self)
     }
 }
 

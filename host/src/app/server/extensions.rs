@@ -29,7 +29,7 @@ pub struct Activated {
 impl Activated {
     /// What a request's headers activate. A 0.3 method (`legacy`) may name them under 0.3's
     /// `X-A2A-Extensions` too, and is answered under that name. A URI this server does not
-    /// implement is refused (see [`headers::activated_extensions`]).
+    /// implement is ignored (see [`headers::activated_extensions`]).
     pub fn from_headers(
         request_headers: &axum::http::HeaderMap,
         legacy: bool,

@@ -8,7 +8,7 @@ use crate::base::protocol::headers::{
     A2A_EXTENSIONS_HEADER, A2A_VERSION_HEADER, LEGACY_EXTENSIONS_HEADER, LEGACY_VERSION,
     SUPPORTED_VERSION,
 };
-use crate::base::protocol::jsonrpc::{RpcError, UNSUPPORTED_OPERATION, VERSION_NOT_SUPPORTED};
+use crate::base::protocol::jsonrpc::{RpcError, VERSION_NOT_SUPPORTED};
 
 /// Accepts `A2A-Version: 1.0` (a patch such as `1.0.2` is tolerated: §3.6 says patches never
 /// matter for compatibility) and refuses any other version with `VersionNotSupportedError`.
@@ -102,8 +102,8 @@ fn is_version(value: &str, version: &str) -> bool {
 
 /// The extensions a request activates: every URI its extension headers name (`A2A-Extensions`,
 /// and for a 0.3 method also 0.3's `X-A2A-Extensions`), each once, in the order named. A URI
-/// this server does not implement is refused, naming it, so a client never believes an
-/// extension is in force when it is not.
+/// this server does not implement is ignored (§4.6.3), and since only activated extensions are
+/// echoed back, a client can tell it was not in force.
 pub fn activated_extensions(
     headers: &HeaderMap,
     legacy: bool,
@@ -123,14 +123,12 @@ pub fn activated_extensions(
             .map(str::trim)
             .filter(|uri| !uri.is_empty())
         {
+            // §4.6.3: an extension this agent does not implement is ignored for the request
+            // (none the card offers is required), not refused: it is neither activated nor
+            // echoed.
             if !supported.iter().any(|known| known == uri) {
-                let message = format!(
-                    "extension {uri} is not supported; supported extensions: {}",
-                    supported.join(", ")
-                );
-                return Err(
-                    RpcError::new(UNSUPPORTED_OPERATION, message).with_metadata("extension", uri)
-                );
+                tracing::debug!(extension = %crate::base::text::log_field::escape(uri), "ignoring an extension this agent does not implement");
+                continue;
             }
             if !activated.iter().any(|known| known == uri) {
                 activated.push(uri.to_string());
@@ -188,17 +186,18 @@ mod tests {
     }
 
     #[test]
-    fn unknown_extensions_are_refused_by_uri() {
+    fn unknown_extensions_are_ignored_and_known_ones_activated() {
         let supported = vec!["https://a/ext".to_string()];
         let ok = with(A2A_EXTENSIONS_HEADER, " https://a/ext ,");
         assert_eq!(
             activated_extensions(&ok, false, &supported).unwrap(),
             ["https://a/ext"]
         );
-        let bad = with(A2A_EXTENSIONS_HEADER, "https://a/ext, https://b/ext");
-        let err = activated_extensions(&bad, false, &supported).unwrap_err();
-        assert_eq!(err.code, UNSUPPORTED_OPERATION);
-        assert!(err.message.contains("https://b/ext"));
+        let mixed = with(A2A_EXTENSIONS_HEADER, "https://b/ext, https://a/ext");
+        assert_eq!(
+            activated_extensions(&mixed, false, &supported).unwrap(),
+            ["https://a/ext"]
+        );
     }
 
     #[test]

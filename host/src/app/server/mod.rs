@@ -7,7 +7,8 @@
 //! connections), and [`rate_limit`] limits each caller's requests, both knowing callers by
 //! [`caller_key`]. [`ops`] runs each operation against the [`crate::state::tasks::TaskService`], once
 //! for every binding: [`dispatch`] is the JSON-RPC binding, [`v03`] its 0.3 dialect (0.3 method
-//! names and shapes), [`rest`] the HTTP+JSON binding. [`identity`] says who each request comes
+//! names and shapes), [`rest`] the HTTP+JSON binding, [`grpc`] the gRPC binding (HTTP/2, on
+//! `server.grpc_bind`). [`identity`] says who each request comes
 //! from, once, before the limits; [`sse`] streams task events; [`headers`]
 //! and [`validate`] check what a request carries before any work starts; [`extensions`] shapes
 //! each answer by the extensions its request activated; [`task_errors`] turns the task
@@ -23,6 +24,7 @@ pub mod dispatch;
 pub mod extended_card;
 pub mod extensions;
 pub mod fair_share;
+pub mod grpc;
 pub mod headers;
 pub mod health;
 pub mod identity;

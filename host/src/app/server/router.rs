@@ -22,22 +22,45 @@ use crate::app::server::identity::{self, Identifier};
 use crate::app::server::ops::App;
 pub use crate::app::server::ops::ServerState;
 use crate::app::server::rate_limit::{self, RateLimit};
-use crate::app::server::{dispatch, rest};
+use crate::app::server::{dispatch, grpc, rest};
 use crate::app::server::{fair_share, health};
 use crate::base::protocol::card::CARD_PATH;
 use crate::base::protocol::jsonrpc::{self, RequestId, RpcError};
 
-pub use crate::app::server::connections::{ConnectionLimits, SHUTDOWN_GRACE, serve};
+pub use crate::app::server::connections::{
+    ConnectionLimits, SHUTDOWN_GRACE, Wire, serve, serve_wire,
+};
 
 /// How long agent-card caches may keep the card (§8.6.1); it only changes with a restart.
 pub const CARD_MAX_AGE_SECONDS: u32 = 300;
 
+/// What the HTTP and gRPC routes share: the operations' state, who callers are, and the rate
+/// limit, so one caller has one quota whichever binding it calls.
+struct Shared {
+    app: Arc<App>,
+    identifier: Arc<Identifier>,
+    limiter: Option<Arc<RateLimit>>,
+}
+
 /// The server's routes with every limit applied. Serve it with [`serve`], which supplies the
 /// peer addresses anonymous callers are rate-limited by.
 pub fn router(state: ServerState) -> Router {
-    let max_request_bytes = state.max_request_bytes;
-    let health = state.health.clone();
-    let metrics = state.metrics;
+    http_router(&shared(state))
+}
+
+/// The HTTP routes and the gRPC binding's, under one rate limit: serve the first with [`serve`]
+/// and the second with [`serve_wire`] over [`Wire::H2c`].
+pub fn routers(state: ServerState) -> (Router, Router) {
+    let shared = shared(state);
+    let grpc = grpc::router(
+        shared.app.clone(),
+        shared.identifier.clone(),
+        shared.limiter.clone(),
+    );
+    (http_router(&shared), grpc)
+}
+
+fn shared(state: ServerState) -> Shared {
     let identifier = Arc::new(Identifier::new(
         state.credentials.clone(),
         state.verifier.clone(),
@@ -67,7 +90,18 @@ pub fn router(state: ServerState) -> Router {
         card_etag,
         card_last_modified,
     });
+    Shared {
+        app,
+        identifier,
+        limiter,
+    }
+}
 
+fn http_router(shared: &Shared) -> Router {
+    let app = shared.app.clone();
+    let max_request_bytes = app.state.max_request_bytes;
+    let health = app.state.health.clone();
+    let metrics = app.state.metrics;
     // Layers run outside-in in the reverse of the order they are added: trace, catch panics,
     // who the caller is, the caller's share of connections, rate limit, the refusal of a caller
     // whose identification failed, then the body limits, then the handler.
@@ -83,7 +117,7 @@ pub fn router(state: ServerState) -> Router {
         .layer(RequestBodyLimitLayer::new(max_request_bytes))
         // After the limits: a caller guessing tokens spends its rate like any other.
         .layer(middleware::from_fn(identity::refuse_unidentified));
-    if let Some(limiter) = limiter {
+    if let Some(limiter) = shared.limiter.clone() {
         router = router.layer(middleware::from_fn_with_state(limiter, rate_limit::limit));
     }
     // Before the rate limit: a request refused for its caller's share spends none of its rate.
@@ -91,7 +125,7 @@ pub fn router(state: ServerState) -> Router {
         .layer(middleware::from_fn(fair_share::enforce))
         // Once per request, before every limit that counts a caller by who it is.
         .layer(middleware::from_fn_with_state(
-            identifier,
+            shared.identifier.clone(),
             identity::identify_request,
         ))
         // Merged after the caller layers, which therefore do not wrap them: a prober holds

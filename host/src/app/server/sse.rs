@@ -42,6 +42,19 @@ pub(crate) fn respond(
     streaming: Streaming,
     keep_alive: Duration,
 ) -> Response {
+    let echo = streaming.activated.clone();
+    let response = Sse::new(events(follow(service, streaming), framing))
+        .keep_alive(KeepAlive::new().interval(keep_alive).text(KEEP_ALIVE_TEXT))
+        .into_response();
+    echo.echo(response)
+}
+
+/// The items of a subscription until its end, each shaped for its client, before any framing:
+/// the SSE bindings frame them as events, the gRPC binding as stream messages.
+pub(crate) fn follow(
+    service: Arc<dyn TaskService>,
+    streaming: Streaming,
+) -> impl Stream<Item = Result<StreamResponse, RpcError>> + Send {
     let Streaming {
         caller,
         subscription,
@@ -49,11 +62,9 @@ pub(crate) fn respond(
         activated,
         end,
     } = streaming;
-    let echo = activated.clone();
     let follower = Follower {
         service,
         caller,
-        framing: Box::new(framing),
         end,
         task_id: subscription.snapshot.id.clone(),
         history_length,
@@ -62,17 +73,19 @@ pub(crate) fn respond(
         phase: Phase::Snapshot(Box::new(subscription.snapshot)),
         _open: METRICS.open_stream(),
     };
-    let response = Sse::new(events(follower))
-        .keep_alive(KeepAlive::new().interval(keep_alive).text(KEEP_ALIVE_TEXT))
-        .into_response();
-    echo.echo(response)
-}
-
-fn events(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> + Send {
     futures::stream::unfold(follower, |mut follower| async move {
         let item = follower.next().await?;
-        let data = follower.framing.encode(item.as_ref().map_err(Clone::clone));
-        Some((Ok(Event::default().data(data)), follower))
+        Some((item, follower))
+    })
+}
+
+fn events(
+    items: impl Stream<Item = Result<StreamResponse, RpcError>> + Send,
+    framing: impl Framing,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send {
+    use futures::StreamExt;
+    items.map(move |item| {
+        Ok(Event::default().data(framing.encode(item.as_ref().map_err(Clone::clone))))
     })
 }
 
@@ -88,7 +101,6 @@ enum Phase {
 struct Follower {
     service: Arc<dyn TaskService>,
     caller: Caller,
-    framing: Box<dyn Framing>,
     end: StreamEnd,
     task_id: String,
     history_length: Option<i32>,
@@ -238,7 +250,6 @@ mod tests {
         Follower {
             service: Arc::new(Completed),
             caller: Caller::from_header(None),
-            framing: Box::new(JsonRpcFraming::V1(RequestId::Number(9.into()))),
             end: StreamEnd::Settled,
             task_id: "t".into(),
             history_length: None,
@@ -252,7 +263,8 @@ mod tests {
     async fn states(mut follower: Follower) -> Vec<String> {
         let mut states = Vec::new();
         while let Some(item) = follower.next().await {
-            let data = follower.framing.encode(item.as_ref().map_err(Clone::clone));
+            let framing = JsonRpcFraming::V1(RequestId::Number(9.into()));
+            let data = framing.encode(item.as_ref().map_err(Clone::clone));
             let response: crate::base::protocol::jsonrpc::Response =
                 serde_json::from_str(&data).unwrap();
             assert_eq!(response.id, RequestId::Number(9.into()));

@@ -8,6 +8,7 @@ mod card_extended;
 mod defaults;
 mod engine;
 pub mod grants;
+mod grpc;
 mod log;
 mod mcp;
 pub mod oidc;

@@ -16,6 +16,13 @@ pub struct ServerConfig {
     /// The URL other agents reach this one at; derived from `bind` when absent.
     #[serde(default)]
     pub base_url: Option<String>,
+    /// Socket address the gRPC binding listens on (HTTP/2 without TLS); no gRPC when absent.
+    #[serde(default)]
+    pub grpc_bind: Option<String>,
+    /// The URL the card lists for the gRPC interface (`host:port`, or an `http(s)://` URL); the
+    /// bound `grpc_bind` address when absent.
+    #[serde(default)]
+    pub grpc_url: Option<String>,
     /// Larger request bodies get HTTP 413.
     #[serde(default = "defaults::max_request_bytes")]
     pub max_request_bytes: usize,
@@ -91,6 +98,8 @@ impl Default for ServerConfig {
         ServerConfig {
             bind: defaults::bind(),
             base_url: None,
+            grpc_bind: None,
+            grpc_url: None,
             max_request_bytes: defaults::max_request_bytes(),
             rate_limit_per_minute: defaults::rate_limit_per_minute(),
             trusted_delegators: Vec::new(),
@@ -125,10 +134,17 @@ impl ServerConfig {
             .unwrap_or_else(|| self.binds_loopback())
     }
 
-    /// Whether `bind` is a loopback address (`127.0.0.0/8`, `::1`, `localhost`); an address
-    /// that does not parse is not.
+    /// Whether every listener binds a loopback address (`127.0.0.0/8`, `::1`, `localhost`):
+    /// `bind`, and `grpc_bind` when set, since both serve the same operations to the same
+    /// callers. An address that does not parse is not loopback.
     pub fn binds_loopback(&self) -> bool {
-        self.bind_addr().is_some_and(|addr| addr.ip().is_loopback())
+        let loopback =
+            |addr: Option<std::net::SocketAddr>| addr.is_some_and(|a| a.ip().is_loopback());
+        loopback(self.bind_addr())
+            && self
+                .grpc_bind
+                .as_deref()
+                .is_none_or(|bind| loopback(parse_bind(bind)))
     }
 
     /// `bind` as a socket address: an IP address and port, or `localhost:PORT`, which is
@@ -136,6 +152,11 @@ impl ServerConfig {
     /// loopback rule for anonymous callers and the address bound cannot disagree.
     pub fn bind_addr(&self) -> Option<std::net::SocketAddr> {
         parse_bind(&self.bind)
+    }
+
+    /// `grpc_bind` as a socket address, read as [`ServerConfig::bind_addr`] reads `bind`.
+    pub fn grpc_bind_addr(&self) -> Option<std::net::SocketAddr> {
+        self.grpc_bind.as_deref().and_then(parse_bind)
     }
 
     /// Whether callers may prove who they are with a bearer token this server issued

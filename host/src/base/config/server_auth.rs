@@ -88,8 +88,13 @@ fn check_exposure(server: &ServerConfig) -> Result<(), ConfigError> {
     Err(ConfigError::invalid(
         "server.allow_anonymous",
         format!(
-            "server.bind {} is not a loopback address and no caller can authenticate (no server.callers, server.trusted_delegators or server.oidc); add callers, or set allow_anonymous = true to serve anyone who reaches the port (false refuses every request but the card)",
-            server.bind
+            "server.bind {}{} is not a loopback address and no caller can authenticate (no server.callers, server.trusted_delegators or server.oidc); add callers, or set allow_anonymous = true to serve anyone who reaches the port (false refuses every request but the card)",
+            server.bind,
+            server
+                .grpc_bind
+                .as_ref()
+                .map(|grpc| format!(" (or server.grpc_bind {grpc})"))
+                .unwrap_or_default()
         ),
     ))
 }

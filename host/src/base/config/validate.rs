@@ -89,6 +89,7 @@ fn validate_server(config: &Config) -> Result<(), ConfigError> {
     if let Some(url) = &server.base_url {
         check_http_url("server.base_url", url)?;
     }
+    server.validate_grpc()?;
     if server.max_request_bytes == 0 {
         return Err(ConfigError::invalid(
             "server.max_request_bytes",

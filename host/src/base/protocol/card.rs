@@ -17,6 +17,8 @@ pub const AGENT_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const PROTOCOL_BINDING: &str = "JSONRPC";
 /// The `protocolBinding` of the HTTP+JSON (REST) binding on the card.
 pub const REST_PROTOCOL_BINDING: &str = "HTTP+JSON";
+/// The `protocolBinding` of the gRPC binding on the card (`server.grpc_bind`).
+pub const GRPC_PROTOCOL_BINDING: &str = "GRPC";
 /// The protocol version served, `Major.Minor` as §3.6 asks.
 pub const PROTOCOL_VERSION: &str = "1.0";
 /// The path a card is published at, relative to an agent's base URL.
@@ -74,6 +76,23 @@ pub fn default_card(base_url: &str) -> AgentCard {
         default_output_modes: vec!["text/plain".to_string()],
         ..AgentCard::default()
     }
+}
+
+/// Lists the gRPC interface at `url` among the card's 1.0 interfaces, after the HTTP ones (the
+/// preferred binding stays first) and before the 0.3 entry.
+pub fn add_grpc_interface(card: &mut AgentCard, url: &str) {
+    let interface = AgentInterface {
+        url: url.to_string(),
+        protocol_binding: GRPC_PROTOCOL_BINDING.to_string(),
+        tenant: String::new(),
+        protocol_version: PROTOCOL_VERSION.to_string(),
+    };
+    let at = card
+        .supported_interfaces
+        .iter()
+        .position(|existing| existing.protocol_version != PROTOCOL_VERSION)
+        .unwrap_or(card.supported_interfaces.len());
+    card.supported_interfaces.insert(at, interface);
 }
 
 /// One way to reach an agent.

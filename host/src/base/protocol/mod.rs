@@ -8,6 +8,7 @@ pub mod delegation;
 pub mod extension;
 pub mod headers;
 pub mod jsonrpc;
+pub mod proto;
 pub mod requests;
 pub mod types;
 pub mod v03;
