@@ -247,7 +247,8 @@ async fn every_unary_operation_round_trips_over_grpc_with_its_errors() {
         ))
         .await
         .expect_err("push notifications are off");
-    assert_eq!(push.code(), Code::Unimplemented);
+    // A2A 1.0.1's §5.4: FAILED_PRECONDITION (1.0.0 said UNIMPLEMENTED).
+    assert_eq!(push.code(), Code::FailedPrecondition);
     assert_eq!(reason(&push), "PUSH_NOTIFICATION_NOT_SUPPORTED");
 
     let mut empty = send("x", "", false);
@@ -263,7 +264,7 @@ async fn every_unary_operation_round_trips_over_grpc_with_its_errors() {
     old.metadata_mut()
         .insert("a2a-version", "2.0".parse().unwrap());
     let version = client.list_tasks(old).await.expect_err("version 2.0");
-    assert_eq!(version.code(), Code::Unimplemented);
+    assert_eq!(version.code(), Code::FailedPrecondition);
     assert_eq!(reason(&version), "VERSION_NOT_SUPPORTED");
     server.stop().await;
 }
@@ -355,8 +356,8 @@ async fn streams_follow_a_task_until_it_settles_and_a_subscription_until_it_ends
             .await
             .expect_err("a terminal task cannot be subscribed to"),
     };
-    // §3.1.6: UnsupportedOperationError, UNIMPLEMENTED by §5.4.
-    assert_eq!(status.code(), Code::Unimplemented, "{status:?}");
+    // §3.1.6: UnsupportedOperationError, FAILED_PRECONDITION by 1.0.1's §5.4.
+    assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
     assert_eq!(reason(&status), "UNSUPPORTED_OPERATION");
     server.stop().await;
 }
@@ -433,5 +434,116 @@ async fn the_shared_limits_refuse_an_oversized_message_and_a_caller_over_its_rat
         .list_tasks(as_caller(ALICE_TOKEN, v1::ListTasksRequest::default()))
         .await
         .expect("alice still has her rate");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn push_configs_are_set_read_listed_and_deleted_over_grpc_by_the_tasks_participants_only() {
+    let server = Server::start(ANSWER, "[push]\nallowed_hosts = [\"127.0.0.1:9\"]").await;
+    let mut client = server.client().await;
+    let sent = client
+        .send_message(as_caller(ALICE_TOKEN, send("Reconcile March", "", false)))
+        .await
+        .expect("SendMessage")
+        .into_inner();
+    let task_id = match sent.payload.expect("a payload") {
+        v1::send_message_response::Payload::Task(task) => task.id,
+        v1::send_message_response::Payload::Message(message) => message.task_id,
+    };
+    let created = client
+        .create_task_push_notification_config(as_caller(
+            ALICE_TOKEN,
+            v1::TaskPushNotificationConfig {
+                task_id: task_id.clone(),
+                url: "http://127.0.0.1:9/hook".into(),
+                token: "client-token".into(),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect("CreateTaskPushNotificationConfig")
+        .into_inner();
+    assert!(!created.id.is_empty(), "the host mints an id");
+    assert_eq!(created.url, "http://127.0.0.1:9/hook");
+
+    let read = client
+        .get_task_push_notification_config(as_caller(
+            ALICE_TOKEN,
+            v1::GetTaskPushNotificationConfigRequest {
+                task_id: task_id.clone(),
+                id: created.id.clone(),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect("GetTaskPushNotificationConfig")
+        .into_inner();
+    assert_eq!(read.token, "client-token");
+    let listed = client
+        .list_task_push_notification_configs(as_caller(
+            ALICE_TOKEN,
+            v1::ListTaskPushNotificationConfigsRequest {
+                task_id: task_id.clone(),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect("ListTaskPushNotificationConfigs")
+        .into_inner();
+    assert_eq!(listed.configs.len(), 1);
+
+    // Another caller learns nothing of the task or its configs.
+    let hidden = client
+        .list_task_push_notification_configs(as_caller(
+            BOB_TOKEN,
+            v1::ListTaskPushNotificationConfigsRequest {
+                task_id: task_id.clone(),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect_err("bob is no participant");
+    assert_eq!(hidden.code(), Code::NotFound);
+    // A webhook outside the allowed hosts is refused, naming the setting.
+    let refused = client
+        .create_task_push_notification_config(as_caller(
+            ALICE_TOKEN,
+            v1::TaskPushNotificationConfig {
+                task_id: task_id.clone(),
+                url: "http://127.0.0.1:10/hook".into(),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect_err("not an allowed host");
+    assert_eq!(refused.code(), Code::InvalidArgument);
+    assert!(
+        refused.message().contains("push.allowed_hosts"),
+        "{refused:?}"
+    );
+
+    client
+        .delete_task_push_notification_config(as_caller(
+            ALICE_TOKEN,
+            v1::DeleteTaskPushNotificationConfigRequest {
+                task_id: task_id.clone(),
+                id: created.id.clone(),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect("DeleteTaskPushNotificationConfig");
+    let after = client
+        .list_task_push_notification_configs(as_caller(
+            ALICE_TOKEN,
+            v1::ListTaskPushNotificationConfigsRequest {
+                task_id,
+                ..Default::default()
+            },
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(after.configs.is_empty());
     server.stop().await;
 }
