@@ -34,6 +34,7 @@ mod environment;
 mod late_agents;
 pub mod logging;
 mod parts;
+pub mod telemetry;
 
 pub use environment::FromEnvironment;
 use parts::{child_settings, log_callers, oidc_verifier};
@@ -74,6 +75,9 @@ pub enum StartError {
         /// Why the bind failed.
         source: std::io::Error,
     },
+    #[error(transparent)]
+    /// Traces could not be set up (`[telemetry] otlp_endpoint`).
+    Telemetry(#[from] telemetry::TelemetryError),
     #[error("server error: {0}")]
     /// The server stopped on an I/O error.
     Serve(std::io::Error),
@@ -319,6 +323,8 @@ impl Runtime {
             tracing::info!(followed, "following open sub-tasks again");
         }
         let (card, extended_card) = served_cards(&self.config, &base_url);
+        let traces =
+            telemetry::Traces::start(&self.config, &card.name, |name| std::env::var(name).ok())?;
         let state = ServerState {
             service: self.tasks.clone(),
             card,
@@ -369,6 +375,7 @@ impl Runtime {
         stop_late.cancel();
         self.engine.shutdown().await;
         self.children.shutdown().await;
+        traces.shutdown().await;
         tracing::info!("stopped");
         result.map_err(StartError::Serve)
     }

@@ -25,6 +25,7 @@ use crate::base::protocol::requests::{
 use crate::base::protocol::types::{
     DIRECT_REPLY_KEY, Message, SendMessageResponse, StreamResponse, Task, TaskState,
 };
+use crate::base::telemetry;
 use crate::state::tasks::creator::claimed_sender;
 use crate::state::tasks::creator::sender_of;
 use crate::state::tasks::events::RecvError;
@@ -185,11 +186,13 @@ pub(crate) async fn send_message(
     requester: &Requester,
     request: SendMessageRequest,
 ) -> Result<SendMessageResponse, RpcError> {
+    telemetry::name_current("SendMessage", None);
     check_send(app, &request)?;
     let caller = &requester.caller;
     let config = request.configuration.clone().unwrap_or_default();
     let sender = sender_of(caller, &request.message)?;
     let subscription = app.state.service.send_message(caller, request).await?;
+    telemetry::name_current("SendMessage", Some(&subscription.snapshot.id));
     let mut response = if config.return_immediately {
         let mut task = subscription.snapshot;
         validate::trim_history(&mut task, config.history_length);
@@ -211,6 +214,7 @@ pub(crate) async fn send_streaming_message(
     requester: &Requester,
     request: SendMessageRequest,
 ) -> Result<Streaming, RpcError> {
+    telemetry::name_current("SendStreamingMessage", None);
     let caller = &requester.caller;
     check_streaming(app)?;
     check_send(app, &request)?;
@@ -220,6 +224,7 @@ pub(crate) async fn send_streaming_message(
         .and_then(|c| c.history_length);
     let sender = sender_of(caller, &request.message)?;
     let subscription = app.state.service.send_message(caller, request).await?;
+    telemetry::name_current("SendStreamingMessage", Some(&subscription.snapshot.id));
     Ok(Streaming {
         caller: sender,
         subscription,
@@ -235,6 +240,7 @@ pub(crate) async fn subscribe(
     requester: &Requester,
     request: SubscribeToTaskRequest,
 ) -> Result<Streaming, RpcError> {
+    telemetry::name_current("SubscribeToTask", Some(&request.id));
     check_streaming(app)?;
     validate::task_id("id", &request.id)?;
     let caller = &requester.caller;
@@ -254,6 +260,7 @@ pub(crate) async fn get_task(
     requester: &Requester,
     request: GetTaskRequest,
 ) -> Result<Task, RpcError> {
+    telemetry::name_current("GetTask", Some(&request.id));
     validate::task_id("id", &request.id)?;
     validate::history_length("historyLength", request.history_length)?;
     let service = &app.state.service;
@@ -270,6 +277,7 @@ pub(crate) async fn list_tasks(
     requester: &Requester,
     request: ListTasksRequest,
 ) -> Result<ListTasksResponse, RpcError> {
+    telemetry::name_current("ListTasks", None);
     validate::page_size(request.page_size)?;
     validate::history_length("historyLength", request.history_length)?;
     let service = &app.state.service;
@@ -284,6 +292,7 @@ pub(crate) async fn cancel_task(
     requester: &Requester,
     request: CancelTaskRequest,
 ) -> Result<Task, RpcError> {
+    telemetry::name_current("CancelTask", Some(&request.id));
     validate::task_id("id", &request.id)?;
     let service = &app.state.service;
     let mut task = service.cancel_task(&requester.caller, &request.id).await?;
