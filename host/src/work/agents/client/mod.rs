@@ -10,8 +10,10 @@ mod events;
 mod http;
 pub mod legacy;
 pub mod oauth2;
+mod trace;
 
 use http::{idle_limited, invalid, read_ok_body, result_of};
+use trace::client_span;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -34,7 +36,6 @@ use crate::base::protocol::jsonrpc::JSONRPC_VERSION;
 use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
 use crate::base::protocol::types::{SendMessageResponse, StreamResponse, Task};
 use crate::base::protocol::v03::{self, convert};
-use crate::base::telemetry::{self, TraceSpan, traceparent};
 
 pub use auth::AgentSecrets;
 use auth::Credentials;
@@ -260,21 +261,13 @@ impl A2aClient {
     /// The agent's card as JSON, whatever version it is written in.
     pub async fn fetch_card_json(&self) -> Result<Value, ClientError> {
         let url = format!("{}{CARD_PATH}", self.base_url);
-        let mut span = telemetry::a2a_client("GetAgentCard", &self.base_url);
-        let build = || {
-            traced(
-                self.headers(self.http.get(&url).timeout(REQUEST_TIMEOUT)),
-                &span,
-            )
-        };
-        let read = async {
+        client_span("GetAgentCard", &self.base_url, |trace| async move {
+            let build = || trace.apply(self.headers(self.http.get(&url).timeout(REQUEST_TIMEOUT)));
             let response = self.auth.send(&url, build).await?;
             let body = read_ok_body(&url, response).await?;
             serde_json::from_slice(&body).map_err(|err| invalid(&url, format!("agent card: {err}")))
-        }
-        .await;
-        failed(&mut span, &read);
-        read
+        })
+        .await
     }
 
     /// `SendMessage`. Blocking unless the request's configuration says `returnImmediately`.
@@ -377,18 +370,15 @@ impl A2aClient {
         timeout: Duration,
     ) -> Result<R, ClientError> {
         let url = self.endpoint.clone();
-        let mut span = telemetry::a2a_client(method, &self.endpoint);
-        let build = || traced(self.post(method, params).timeout(timeout), &span);
-        let read = async {
+        client_span(method, &self.endpoint, |trace| async move {
+            let build = || trace.apply(self.post(method, params).timeout(timeout));
             let response = self.auth.send(&url, build).await?;
             let body = read_ok_body(&url, response).await?;
             let result = result_of(&url, &body)?;
             serde_json::from_value(result)
                 .map_err(|err| invalid(&url, format!("{method} result: {err}")))
-        }
-        .await;
-        failed(&mut span, &read);
-        read
+        })
+        .await
     }
 
     async fn stream<P: Serialize + ?Sized>(
@@ -399,16 +389,16 @@ impl A2aClient {
         let url = self.endpoint.clone();
         let dialect = self.dialect;
         // The span covers the request and the stream's start; its events are the task's.
-        let mut span = telemetry::a2a_client(method, &self.endpoint);
-        let build = || {
-            let request = self
-                .post(method, params)
-                .header(ACCEPT, "text/event-stream");
-            traced(request, &span)
-        };
-        let response = self.auth.send(&url, build).await;
-        failed(&mut span, &response);
-        let response = response?;
+        let response = client_span(method, &self.endpoint, |trace| async move {
+            let build = || {
+                trace.apply(
+                    self.post(method, params)
+                        .header(ACCEPT, "text/event-stream"),
+                )
+            };
+            self.auth.send(&self.endpoint, build).await
+        })
+        .await?;
         let is_sse = response
             .headers()
             .get(CONTENT_TYPE)
@@ -435,37 +425,7 @@ impl A2aClient {
         });
         Ok(Box::pin(events))
     }
-}
 
-/// `request` with the W3C trace context of `span`, when traces are on.
-fn traced(request: reqwest::RequestBuilder, span: &TraceSpan) -> reqwest::RequestBuilder {
-    match span.headers() {
-        Some((parent, state)) => {
-            let request = request.header(traceparent::TRACEPARENT, parent);
-            match state {
-                Some(state) => request.header(traceparent::TRACESTATE, state),
-                None => request,
-            }
-        }
-        None => request,
-    }
-}
-
-/// Marks `span` failed by the kind of error (never the peer's words).
-fn failed<T>(span: &mut TraceSpan, outcome: &Result<T, ClientError>) {
-    if let Err(err) = outcome {
-        span.fail(match err {
-            ClientError::Transport { .. } | ClientError::Build(_) => "transport",
-            ClientError::Status { .. } => "http_status",
-            ClientError::Rpc { .. } => "jsonrpc_error",
-            ClientError::InvalidResponse { .. } => "invalid_response",
-            ClientError::Unsupported(_) => "unsupported",
-            ClientError::Credentials(_) => "credentials",
-        });
-    }
-}
-
-impl A2aClient {
     fn post<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> reqwest::RequestBuilder {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let body =
