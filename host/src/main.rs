@@ -136,6 +136,7 @@ fn main() -> ExitCode {
                         | StartError::Mcp(_)
                         | StartError::Skill(_)
                         | StartError::StoreInUse(_)
+                        | StartError::Telemetry(_)
                 )
             }) || err
                 .downcast_ref::<tiny_harness::base::config::ConfigError>()

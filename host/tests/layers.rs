@@ -24,6 +24,7 @@ const LAYERS: &[&[&str]] = &[
         "base::protocol",
         "base::http_body",
     ],
+    &["base::telemetry"],
     &["base::config"],
     &["base::model", "base::egress"],
     &["state::records"],

@@ -86,6 +86,8 @@ pub async fn check_with_env(
         credentials,
         ..
     } = FromEnvironment::read(config, &env)?;
+    // `serve` refuses an `OTEL_EXPORTER_OTLP_ENDPOINT` that is no URL: so does `check`.
+    config.telemetry.trace_export(&env)?;
     let model = models.default_model();
     let (discovery, roster) = discover(config).await;
     let skills = load_skills(config)?;

@@ -36,6 +36,7 @@ mod grpc;
 mod late_agents;
 pub mod logging;
 mod parts;
+pub mod telemetry;
 
 pub use environment::FromEnvironment;
 use parts::{child_settings, log_callers, oidc_verifier};
@@ -78,6 +79,9 @@ pub enum StartError {
         /// Why the bind failed.
         source: std::io::Error,
     },
+    #[error(transparent)]
+    /// Traces could not be set up (`[telemetry] otlp_endpoint`).
+    Telemetry(#[from] telemetry::TelemetryError),
     #[error("server error: {0}")]
     /// The server stopped on an I/O error.
     Serve(std::io::Error),
@@ -333,6 +337,8 @@ impl Runtime {
         let (mut card, extended_card) = grpc::cards(&self.config, &base_url, self.grpc.as_ref());
         card.capabilities.push_notifications = Some(self.push.is_some());
         let _push_worker = self.push.as_ref().map(|p| p.start(self.store.clone()));
+        let traces =
+            telemetry::Traces::start(&self.config, &card.name, |name| std::env::var(name).ok())?;
         let state = ServerState {
             service: self.tasks.clone(),
             card,
@@ -385,6 +391,7 @@ impl Runtime {
         stop_late.cancel();
         self.engine.shutdown().await;
         self.children.shutdown().await;
+        traces.shutdown().await;
         tracing::info!("stopped");
         result.map_err(StartError::Serve)
     }

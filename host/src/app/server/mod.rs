@@ -14,7 +14,8 @@
 //! each answer by the extensions its request activated; [`task_errors`] turns the task
 //! service's errors into A2A errors. [`oidc`] verifies OpenID Connect bearer JWTs
 //! (`[server.oidc]`) and names the participant each proves. [`health`] answers `/healthz` and
-//! `/readyz`, outside every per-caller limit. The protocol's types, card and envelope are
+//! `/readyz`, outside every per-caller limit. [`trace`] serves each A2A request within its
+//! server span, joined to the caller's trace. The protocol's types, card and envelope are
 //! [`crate::base::protocol`]; the client for other agents is [`crate::work::agents::client`].
 
 pub(crate) mod activity;
@@ -38,5 +39,6 @@ pub mod rest;
 pub mod router;
 pub mod sse;
 pub mod task_errors;
+pub mod trace;
 pub mod v03;
 pub mod validate;

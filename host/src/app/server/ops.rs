@@ -25,6 +25,7 @@ use crate::base::protocol::requests::{
 use crate::base::protocol::types::{
     DIRECT_REPLY_KEY, Message, SendMessageResponse, StreamResponse, Task, TaskState,
 };
+use crate::base::telemetry;
 use crate::state::tasks::creator::claimed_sender;
 use crate::state::tasks::creator::sender_of;
 use crate::state::tasks::events::RecvError;
@@ -187,12 +188,14 @@ pub(crate) async fn send_message(
     requester: &Requester,
     request: SendMessageRequest,
 ) -> Result<SendMessageResponse, RpcError> {
+    telemetry::name_current("SendMessage", None);
     check_send(app, &request)?;
     let caller = &requester.caller;
     push_ops::prepare_send(app.state.push.as_deref(), caller, &request).await?;
     let config = request.configuration.clone().unwrap_or_default();
     let sender = sender_of(caller, &request.message)?;
     let subscription = app.state.service.send_message(caller, request).await?;
+    telemetry::name_current("SendMessage", Some(&subscription.snapshot.id));
     let mut response = if config.return_immediately {
         let mut task = subscription.snapshot;
         validate::trim_history(&mut task, config.history_length);
@@ -214,6 +217,7 @@ pub(crate) async fn send_streaming_message(
     requester: &Requester,
     request: SendMessageRequest,
 ) -> Result<Streaming, RpcError> {
+    telemetry::name_current("SendStreamingMessage", None);
     let caller = &requester.caller;
     check_streaming(app)?;
     check_send(app, &request)?;
@@ -224,6 +228,7 @@ pub(crate) async fn send_streaming_message(
         .and_then(|c| c.history_length);
     let sender = sender_of(caller, &request.message)?;
     let subscription = app.state.service.send_message(caller, request).await?;
+    telemetry::name_current("SendStreamingMessage", Some(&subscription.snapshot.id));
     Ok(Streaming {
         caller: sender,
         subscription,
@@ -239,6 +244,7 @@ pub(crate) async fn subscribe(
     requester: &Requester,
     request: SubscribeToTaskRequest,
 ) -> Result<Streaming, RpcError> {
+    telemetry::name_current("SubscribeToTask", Some(&request.id));
     check_streaming(app)?;
     validate::task_id("id", &request.id)?;
     let caller = &requester.caller;
@@ -258,6 +264,7 @@ pub(crate) async fn get_task(
     requester: &Requester,
     request: GetTaskRequest,
 ) -> Result<Task, RpcError> {
+    telemetry::name_current("GetTask", Some(&request.id));
     validate::task_id("id", &request.id)?;
     validate::history_length("historyLength", request.history_length)?;
     let service = &app.state.service;
@@ -274,6 +281,7 @@ pub(crate) async fn list_tasks(
     requester: &Requester,
     request: ListTasksRequest,
 ) -> Result<ListTasksResponse, RpcError> {
+    telemetry::name_current("ListTasks", None);
     validate::page_size(request.page_size)?;
     validate::history_length("historyLength", request.history_length)?;
     let service = &app.state.service;
@@ -288,6 +296,7 @@ pub(crate) async fn cancel_task(
     requester: &Requester,
     request: CancelTaskRequest,
 ) -> Result<Task, RpcError> {
+    telemetry::name_current("CancelTask", Some(&request.id));
     validate::task_id("id", &request.id)?;
     let service = &app.state.service;
     let mut task = service.cancel_task(&requester.caller, &request.id).await?;

@@ -23,7 +23,7 @@ use crate::app::server::ops::App;
 pub use crate::app::server::ops::ServerState;
 use crate::app::server::rate_limit::{self, RateLimit};
 use crate::app::server::{dispatch, grpc, rest};
-use crate::app::server::{fair_share, health};
+use crate::app::server::{fair_share, health, trace};
 use crate::base::protocol::card::CARD_PATH;
 use crate::base::protocol::jsonrpc::{self, RequestId, RpcError};
 
@@ -128,6 +128,8 @@ fn http_router(shared: &Shared) -> Router {
             shared.identifier.clone(),
             identity::identify_request,
         ))
+        // Outside every A2A limit, so a refused request is traced too; not the probes.
+        .layer(middleware::from_fn(trace::traced))
         // Merged after the caller layers, which therefore do not wrap them: a prober holds
         // no token and must not be rate-limited out of rotation (`health`).
         .merge(health::routes(health))

@@ -41,7 +41,7 @@ pub use oidc::OidcConfig;
 pub use server::{CallerConfig, ServerConfig, TrustedDelegatorConfig, has_caller_auth};
 pub use server_auth::ANONYMOUS_PARTICIPANT_ID;
 pub use skills::{DEFAULT_SKILLS_DIR, MAX_SKILL_DIRS, SkillFolder, SkillsConfig};
-pub use telemetry::TelemetryConfig;
+pub use telemetry::{TelemetryConfig, TraceExport};
 pub use validate::{MAX_DELEGATION_HOPS, SELF_AGENT_ID};
 
 /// Why configuration could not be used. `setting` is the dotted path of the offending key.

@@ -223,6 +223,16 @@ pub struct TaskExtension {
     /// on other agents. Absent for a task a person created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delegation: Option<Delegation>,
+    /// The W3C `traceparent` of the request that created the task, kept so that its run joins
+    /// that trace however late and wherever it runs (`base::telemetry::task_context`). The
+    /// harness's own: never on the wire ([`TaskExtension::to_value`]), and whatever a brief
+    /// says of it is replaced when the task is created.
+    #[serde(
+        default,
+        rename = "traceContext",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub trace: Option<String>,
 }
 
 impl TaskExtension {
@@ -259,6 +269,7 @@ impl TaskExtension {
             token_budget: None,
             usage: None,
             delegation: None,
+            trace: None,
         }
     }
 
@@ -269,7 +280,11 @@ impl TaskExtension {
 
     /// The extension as the JSON value stored under [`METADATA_KEY`].
     pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Some(fields) = value.as_object_mut() {
+            fields.remove("traceContext");
+        }
+        value
     }
 }
 

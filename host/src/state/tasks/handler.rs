@@ -20,6 +20,7 @@ use super::service::{Caller, Subscription, TaskError, TaskService};
 use super::story;
 use crate::base::protocol::requests::{ListTasksRequest, ListTasksResponse, SendMessageRequest};
 use crate::base::protocol::types::{Message, TaskState, TaskStatus, timestamp_now};
+use crate::base::telemetry;
 use crate::state::records::extension::TaskExtension;
 use crate::state::records::record::TaskRecord;
 use crate::state::store::TaskFilter;
@@ -155,6 +156,8 @@ impl Tasks {
         self.inputs.check_new(&message, &ext, from_envelope)?;
         ext.token_budget = self.rules.budget_for(&ext);
         join_as_admin(&mut ext, sender, *trusted);
+        // The creating request's trace, not whatever the brief claimed.
+        ext.trace = telemetry::current_traceparent();
         let id = new_store_key();
         let (context_id, conversation) = conversation::context_of_new_task(
             self.hub.store(),

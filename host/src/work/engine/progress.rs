@@ -3,16 +3,21 @@
 //! and to the operator as the task's story in the log (each model call and tool call at DEBUG,
 //! each child and the task's end at INFO). Neither is journaled. Names come from the model's
 //! calls and from peers: each is escaped and capped before it is said anywhere, and no prompt,
-//! answer or argument is.
+//! answer or argument is. Beside each point of the story, its span ([`crate::base::telemetry`]):
+//! a model call's usage, a tool call's outcome, the task's `invoke_agent` at its end; prompt
+//! and completion text only with `telemetry.capture_content`.
 
 use std::time::Duration;
 
 use crate::base::metrics::METRICS;
-use crate::base::model::{ToolCall, Usage};
+use crate::base::model::{ModelReply, ToolCall, Usage};
+use crate::base::protocol::types::TaskState;
+use crate::base::telemetry::{self, TaskEnd, TraceSpan};
 use crate::base::text::log_field::escape_capped;
 use crate::state::records::record::TaskRecord;
 use crate::state::tasks::hub::TaskHub;
 use crate::state::tasks::ids::age_of;
+use crate::work::tools::ToolOutcome;
 
 /// The most characters of a name (tool, sub-task, agent) a progress note or log line carries:
 /// a name is short; a longer one is the model's or a peer's noise.
@@ -77,6 +82,38 @@ pub(crate) fn model_called(task: &str, model: &str, usage: Option<Usage>, took: 
     );
 }
 
+/// What a model call's `chat` span records of its reply: the tokens, or the failure; the
+/// reply's text and calls only with `telemetry.capture_content`.
+pub(crate) fn model_traced(span: &mut TraceSpan, reply: Option<&ModelReply>) {
+    if !span.is_recording() {
+        return;
+    }
+    let Some(reply) = reply else {
+        span.fail("model_error");
+        return;
+    };
+    span.set("gen_ai.usage.input_tokens", reply.usage.input_tokens as i64);
+    span.set(
+        "gen_ai.usage.output_tokens",
+        reply.usage.output_tokens as i64,
+    );
+    span.capture("gen_ai.output.messages", || {
+        serde_json::json!([{ "role": "assistant", "text": reply.text, "tool_calls": reply.tool_calls }])
+            .to_string()
+    });
+}
+
+/// What a tool call's `execute_tool` span records of its outcome: a failure is the span's error
+/// status, with the tool error's stable code (cleaned: an MCP server or plugin chose it).
+pub(crate) fn tool_traced(span: &mut TraceSpan, outcome: &ToolOutcome) {
+    if let Err(err) = &outcome.result
+        && span.is_recording()
+    {
+        span.set_untrusted("gen_ai.tool.error.code", &err.code);
+        span.fail("tool_error");
+    }
+}
+
 /// The log line of one tool call: its name, whether it succeeded and how long it took.
 pub(crate) fn tool_ran(task: &str, call: &ToolCall, ok: bool, took: Duration) {
     METRICS.tool_call(&call.name, ok);
@@ -99,7 +136,22 @@ pub(crate) fn child_created(task: &str, agent: &str, child: &str) {
 /// lived (from the time its id was minted; absent for an id this harness did not mint).
 pub(crate) fn task_ended(record: &TaskRecord, turns: usize) {
     let usage = record.ext.usage.unwrap_or_default();
-    let lived = age_of(&record.id).map(|d| d.as_millis() as u64);
+    let age = age_of(&record.id);
+    if telemetry::enabled() {
+        let state = record.state();
+        telemetry::task_ended(&TaskEnd {
+            id: &record.id,
+            context_id: &record.context_id,
+            kept: record.ext.trace.as_deref(),
+            started: age.and_then(|age| std::time::SystemTime::now().checked_sub(age)),
+            state: state.wire_name(),
+            failed: matches!(state, TaskState::Failed | TaskState::Rejected),
+            turns,
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+        });
+    }
+    let lived = age.map(|d| d.as_millis() as u64);
     tracing::info!(
         task = %record.id,
         context = %name(&record.context_id),

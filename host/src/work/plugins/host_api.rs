@@ -10,6 +10,7 @@ use super::bindings::host::{self, Level, StepInput, SubtaskBrief, SubtaskRef};
 use super::bindings::types::{self, ToolError as WitToolError};
 use super::call_state::CallState;
 use super::sandbox::StoreData;
+use crate::base::telemetry;
 use crate::state::records::extension::{Lifecycle, Role};
 use crate::state::records::record::TaskRecord;
 use crate::work::agents::SELF_ID;
@@ -120,6 +121,7 @@ impl StoreData {
         let link = {
             let _waiting = self.host_wait.begin();
             // Aborted with the guest's call, as the request would be were it awaited in place.
+            let spawn = telemetry::within(telemetry::current(), spawn);
             AbortOnDropHandle::new(host.spawn(spawn))
                 .await
                 .map_err(|_| {

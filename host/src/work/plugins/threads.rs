@@ -17,6 +17,8 @@ use tokio::runtime::Runtime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
 
+use crate::base::telemetry;
+
 /// How plugin threads are named (`plugin-0`, `plugin-1`, …), so they can be told apart in a
 /// profiler, in `top -H` and in tests.
 pub const THREAD_NAME_PREFIX: &str = "plugin-";
@@ -95,6 +97,9 @@ impl PluginThreads {
             FirstSlice::Panicked => return Err(ThreadsError::Panicked),
             FirstSlice::Yielded => {}
         }
+        // The rest runs within the caller's trace context, so a sub-task it creates is traced
+        // under the tool call.
+        let held = telemetry::within(telemetry::current(), held);
         let handle = AbortOnDropHandle::new(runtime.spawn(held));
         handle.await.map_err(|err| {
             if err.is_panic() {

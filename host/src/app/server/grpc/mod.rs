@@ -27,7 +27,7 @@ use crate::app::server::identity::{self, Identified, Identifier};
 use crate::app::server::ops::{self, App, Requester, Streaming};
 use crate::app::server::push_ops;
 use crate::app::server::rate_limit::{self, RateLimit};
-use crate::app::server::{fair_share, sse};
+use crate::app::server::{fair_share, sse, trace};
 use crate::base::protocol::headers::A2A_EXTENSIONS_HEADER;
 use crate::base::protocol::proto::v1::a2a_service_server::{A2aService, A2aServiceServer};
 use crate::base::protocol::proto::{SERVICE_NAME, from_proto, to_proto, v1};
@@ -65,6 +65,9 @@ pub(crate) fn router(
             identifier,
             identity::identify_request,
         ))
+        // Outside every limit, as on the HTTP routes: a refused call is traced too. The
+        // operations name the span (`ops`), the same on every binding.
+        .layer(middleware::from_fn(trace::traced))
         .layer(middleware::from_fn(status::grpc_refusals))
         .layer(CatchPanicLayer::custom(status::panic_response))
 }

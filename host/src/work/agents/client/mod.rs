@@ -10,8 +10,10 @@ mod events;
 mod http;
 pub mod legacy;
 pub mod oauth2;
+mod trace;
 
 use http::{idle_limited, invalid, read_ok_body, result_of};
+use trace::client_span;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -259,10 +261,13 @@ impl A2aClient {
     /// The agent's card as JSON, whatever version it is written in.
     pub async fn fetch_card_json(&self) -> Result<Value, ClientError> {
         let url = format!("{}{CARD_PATH}", self.base_url);
-        let build = || self.headers(self.http.get(&url).timeout(REQUEST_TIMEOUT));
-        let response = self.auth.send(&url, build).await?;
-        let body = read_ok_body(&url, response).await?;
-        serde_json::from_slice(&body).map_err(|err| invalid(&url, format!("agent card: {err}")))
+        client_span("GetAgentCard", &self.base_url, |trace| async move {
+            let build = || trace.apply(self.headers(self.http.get(&url).timeout(REQUEST_TIMEOUT)));
+            let response = self.auth.send(&url, build).await?;
+            let body = read_ok_body(&url, response).await?;
+            serde_json::from_slice(&body).map_err(|err| invalid(&url, format!("agent card: {err}")))
+        })
+        .await
     }
 
     /// `SendMessage`. Blocking unless the request's configuration says `returnImmediately`.
@@ -365,12 +370,15 @@ impl A2aClient {
         timeout: Duration,
     ) -> Result<R, ClientError> {
         let url = self.endpoint.clone();
-        let build = || self.post(method, params).timeout(timeout);
-        let response = self.auth.send(&url, build).await?;
-        let body = read_ok_body(&url, response).await?;
-        let result = result_of(&url, &body)?;
-        serde_json::from_value(result)
-            .map_err(|err| invalid(&url, format!("{method} result: {err}")))
+        client_span(method, &self.endpoint, |trace| async move {
+            let build = || trace.apply(self.post(method, params).timeout(timeout));
+            let response = self.auth.send(&url, build).await?;
+            let body = read_ok_body(&url, response).await?;
+            let result = result_of(&url, &body)?;
+            serde_json::from_value(result)
+                .map_err(|err| invalid(&url, format!("{method} result: {err}")))
+        })
+        .await
     }
 
     async fn stream<P: Serialize + ?Sized>(
@@ -380,11 +388,17 @@ impl A2aClient {
     ) -> Result<EventStream, ClientError> {
         let url = self.endpoint.clone();
         let dialect = self.dialect;
-        let build = || {
-            self.post(method, params)
-                .header(ACCEPT, "text/event-stream")
-        };
-        let response = self.auth.send(&url, build).await?;
+        // The span covers the request and the stream's start; its events are the task's.
+        let response = client_span(method, &self.endpoint, |trace| async move {
+            let build = || {
+                trace.apply(
+                    self.post(method, params)
+                        .header(ACCEPT, "text/event-stream"),
+                )
+            };
+            self.auth.send(&self.endpoint, build).await
+        })
+        .await?;
         let is_sse = response
             .headers()
             .get(CONTENT_TYPE)

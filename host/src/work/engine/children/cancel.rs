@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::report::{self, ChildNews};
 use super::{ChildKey, Children, lock};
 use crate::base::protocol::types::Task;
+use crate::base::telemetry;
 use crate::work::agents::client::{A2aClient, ClientError};
 
 /// How long cancelling one child may take before the parent gives up on it (and logs it).
@@ -66,7 +67,8 @@ impl Children {
                 return;
             }
         };
-        match cancel_on_agent(&client, child).await {
+        let trace = self.trace_of(parent);
+        match telemetry::within(trace, cancel_on_agent(&client, child)).await {
             Ok(Ok(task)) => {
                 tracing::info!(%parent, %child, %agent, state = task.status.state.short_name(), "sub-task canceled with its parent");
                 let news = ChildNews {

@@ -24,6 +24,7 @@ use self::report::ChildNews;
 use super::wakeups::WakeSender;
 use crate::base::model::Redactor;
 use crate::base::protocol::types::TaskState;
+use crate::base::telemetry;
 use crate::state::records::extension::TaskLink;
 use crate::state::records::record::TaskRecord;
 use crate::state::store::StoreError;
@@ -183,10 +184,23 @@ impl Children {
         // A row written before deadlines were kept gets its deadline from now.
         let remaining =
             deadline::remaining(link.deadline.as_deref()).unwrap_or(self.settings.deadline);
-        self.tracker.spawn(async move {
+        let trace = self.trace_of(&parent);
+        self.tracker.spawn(telemetry::within(trace, async move {
             follower::run(&children, &parent, &child, &agent, remaining, stop).await;
             lock(&children.followers).remove(&key);
-        });
+        }));
+    }
+
+    /// The trace context requests about `parent`'s children are made in: the current one, else
+    /// the task's (read from the store, only with traces on).
+    fn trace_of(&self, parent: &str) -> Option<opentelemetry::Context> {
+        if !telemetry::enabled() {
+            return None;
+        }
+        telemetry::current().or_else(|| {
+            let record = self.hub.store().task(parent).ok().flatten()?;
+            telemetry::task_context(parent, record.ext.trace.as_deref())
+        })
     }
 
     /// Starts a follower for every open child of every open task; returns how many.

@@ -5,6 +5,7 @@
 use super::{Children, SpawnRequest, choice, deadline, hops, report};
 use crate::base::protocol::requests::{SendMessageConfiguration, SendMessageRequest};
 use crate::base::protocol::types::{SendMessageResponse, TaskState};
+use crate::base::telemetry;
 use crate::state::records::extension::{AgentRef, EXTENSION_URI, TaskLink};
 use crate::state::records::record::TaskRecord;
 use crate::state::store::Store;
@@ -86,7 +87,12 @@ impl Children {
             }),
             metadata: None,
         };
-        let response = client.send_message(send).await.map_err(|err| {
+        // Under the tool call that asked for it when this runs within it, else the task.
+        let trace = telemetry::current().or_else(|| {
+            telemetry::task_context(&request.parent.id, request.parent.ext.trace.as_deref())
+        });
+        let sent = telemetry::within(trace, client.send_message(send)).await;
+        let response = sent.map_err(|err| {
             hops::refused_by_agent(&agent_id, &err)
                 .unwrap_or_else(|| self.unreachable_error(&agent_id, "create the sub-task", &err))
         })?;

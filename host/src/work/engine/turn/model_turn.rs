@@ -11,6 +11,7 @@ use super::tool_calls::{apply_effects, first_call_in_process, follow_new_childre
 use super::{advance, append_unjournaled, has_open_subtasks};
 use crate::base::model::{Effort, Model, ModelReply, ModelRequest, Origin};
 use crate::base::protocol::types::Role;
+use crate::base::telemetry;
 use crate::state::records::record::TaskRecord;
 use crate::state::store::StoreError;
 use crate::state::tasks::hub::{Change, TaskHub};
@@ -57,11 +58,18 @@ pub(super) async fn take_turn(
     request.effort = call.effort;
     request.origin = call.origin;
     progress::announce(&shared.hub, record, Doing::CallingModel);
+    let model_name = record.ext.model.as_deref().unwrap_or("default");
+    let task = telemetry::task_context(id, record.ext.trace.as_deref());
+    let mut span = telemetry::chat(task.as_ref(), || model.describe(), model_name);
+    span.capture("gen_ai.input.messages", || {
+        serde_json::to_string(&request.messages).unwrap_or_default()
+    });
     let started = Instant::now();
     let answered = model.complete(&request).await;
-    let model_name = record.ext.model.as_deref().unwrap_or("default");
     let usage = answered.as_ref().ok().map(|reply| reply.usage);
     progress::model_called(id, model_name, usage, started.elapsed());
+    progress::model_traced(&mut span, answered.as_ref().ok());
+    drop(span);
     let reply = answered?;
     Ok(record_reply(shared, id, replay, reply).await?)
 }

@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::{advance, append_unjournaled};
 use crate::base::model::{ModelReply, ToolCall, Usage};
 use crate::base::protocol::types::{Message, TaskState};
+use crate::base::telemetry;
 use crate::state::records::extension::StepState;
 use crate::state::records::record::TaskRecord;
 use crate::state::store::{StoreError, Tx};
@@ -33,8 +34,12 @@ pub(super) async fn run_pending_call(
     };
     progress::announce(&shared.hub, record, Doing::RunningTool(&call.name));
     let started = Instant::now();
-    let outcome = shared.tools.invoke(&context, &call).await;
+    let task = telemetry::task_context(id, record.ext.trace.as_deref());
+    let mut span = telemetry::execute_tool(task.as_ref(), &call.name, &call.id, None);
+    let invoked = shared.tools.invoke(&context, &call);
+    let outcome = telemetry::within(span.context(), invoked).await;
     progress::tool_ran(id, &call, outcome.result.is_ok(), started.elapsed());
+    progress::tool_traced(&mut span, &outcome);
     let entry = result_entry(&call, &outcome);
     let effects = outcome.effects.clone();
     let recorded = entry.clone();
@@ -87,9 +92,15 @@ pub(super) async fn first_call_in_process(
     };
     progress::announce(&shared.hub, &record, Doing::RunningTool(&call.name));
     let started = Instant::now();
+    let since = telemetry::enabled().then(std::time::SystemTime::now);
+    // In the process, a call makes no request: its span is made once it is known to have run
+    // (a call that must reach outside runs, and is traced, after its reply is journaled).
     let outcome = shared.tools.invoke_in_process(&context, call).await;
     if let Some(outcome) = &outcome {
         progress::tool_ran(id, call, outcome.result.is_ok(), started.elapsed());
+        let task = telemetry::task_context(id, record.ext.trace.as_deref());
+        let mut span = telemetry::execute_tool(task.as_ref(), &call.name, &call.id, since);
+        progress::tool_traced(&mut span, outcome);
     }
     Ok(outcome.map(|outcome| (call.clone(), outcome)))
 }
