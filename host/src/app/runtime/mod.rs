@@ -16,7 +16,7 @@ use crate::app::server::router::{ConnectionLimits, ServerState};
 use crate::base::config::{Config, ConfigError, EngineKind};
 use crate::base::model::{Model, ModelBuildError, Models, build_model};
 use crate::base::protocol::card::AgentCard;
-use crate::state::store::{LockError, LockMode, Store, StoreError, StoreLock};
+use crate::state::store::{LockError, Store, StoreError, StoreLock};
 use crate::state::tasks::Tasks;
 use crate::state::tasks::creator::BriefRules;
 use crate::state::tasks::hops::{HopRules, InstanceId};
@@ -24,13 +24,13 @@ use crate::state::tasks::hub::TaskHub;
 use crate::work::agents::{LiveRegistry, Roster};
 use crate::work::context::LivePrefix;
 use crate::work::engine::children::Children;
-use crate::work::engine::{
-    EmbeddedEngine, Engine, EngineParts, EngineSettings, HostEffects, wake_queue,
-};
+use crate::work::engine::{Engine, EngineParts, EngineSettings, HostEffects, wake_queue};
 use crate::work::plugins::{PluginError, PluginHost};
 use crate::work::skills::{Catalog, SkillError};
 use late_agents::LateAgents;
 
+mod engine;
+use engine::{lock_mode, start_engine};
 mod environment;
 mod grpc;
 mod late_agents;
@@ -394,46 +394,6 @@ impl Runtime {
         traces.shutdown().await;
         tracing::info!("stopped");
         result.map_err(StartError::Serve)
-    }
-}
-
-/// The engine `[engine] kind` names, from its parts.
-async fn start_engine(config: &Config, parts: EngineParts) -> Result<Arc<dyn Engine>, StartError> {
-    match config.engine.kind {
-        EngineKind::Embedded => Ok(EmbeddedEngine::start(parts)),
-        #[cfg(feature = "temporal")]
-        EngineKind::Temporal => {
-            let temporal = &config.engine.temporal;
-            let settings = crate::work::engine::temporal::TemporalSettings {
-                address: temporal.address.clone(),
-                namespace: temporal.namespace.clone(),
-                task_queue: temporal.task_queue.clone(),
-            };
-            let engine =
-                crate::work::engine::temporal::TemporalEngine::start(parts, settings).await?;
-            tracing::info!(
-                address = %temporal.address,
-                namespace = %temporal.namespace,
-                task_queue = %temporal.task_queue,
-                "tasks run as Temporal workflows"
-            );
-            Ok(engine)
-        }
-        // Refused when the configuration was checked; said again rather than run embedded.
-        #[cfg(not(feature = "temporal"))]
-        EngineKind::Temporal => Err(StartError::Config(ConfigError::invalid(
-            "engine.kind",
-            "\"temporal\" needs a harness built with the cargo feature `temporal`",
-        ))),
-    }
-}
-
-/// How this process holds its store: the embedded engine alone (it resumes and works every
-/// open task of the store), the Temporal engine's processes together (they share the work).
-fn lock_mode(kind: EngineKind) -> LockMode {
-    match kind {
-        EngineKind::Embedded => LockMode::Exclusive,
-        EngineKind::Temporal => LockMode::Shared,
     }
 }
 

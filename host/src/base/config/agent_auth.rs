@@ -38,6 +38,14 @@ impl AgentConfig {
     }
 }
 
+/// [`validate_agent_auth`] for each `[[agents]]` entry, in order.
+pub(super) fn validate_agents(agents: &[AgentConfig]) -> Result<(), ConfigError> {
+    for (index, agent) in agents.iter().enumerate() {
+        validate_agent_auth(index, agent)?;
+    }
+    Ok(())
+}
+
 /// Checks the credentials of `agents[index]`: well-formed variable names, a token URL that does
 /// not send the secret in the clear beyond this machine, and at most one source of the
 /// `Authorization` header.

@@ -425,9 +425,7 @@ impl Config {
         let config: Config = serde_path_to_error::deserialize(deserializer)
             .map_err(|err| validate::from_serde_error(&err))?;
         validate::validate(&config)?;
-        for (index, agent) in config.agents.iter().enumerate() {
-            agent_auth::validate_agent_auth(index, agent)?;
-        }
+        agent_auth::validate_agents(&config.agents)?;
         server_auth::validate(&config.server)?;
         grants::validate_grants(&config.plugins.grants)?;
         oidc::validate_oidc(config.server.oidc.as_ref())?;

@@ -32,12 +32,12 @@ pub const MAX_PAGE_SIZE: usize = 100;
 
 /// The task service over the hub and an engine.
 pub struct Tasks {
-    hub: Arc<TaskHub>,
-    engine: Arc<dyn Engine>,
+    pub(super) hub: Arc<TaskHub>,
+    pub(super) engine: Arc<dyn Engine>,
     /// The models a new brief may name and the budget every new task gets.
-    rules: BriefRules,
+    pub(super) rules: BriefRules,
     /// What one message may bring to the model of the task it creates or continues.
-    inputs: InputLimits,
+    pub(super) inputs: InputLimits,
 }
 
 impl Tasks {
@@ -71,51 +71,6 @@ impl Tasks {
             Some(record) if record.is_visible_to(caller) => Ok(record),
             _ => Err(TaskError::NotFound(id.to_string())),
         }
-    }
-
-    fn subscription(&self, id: &str, history: Option<i32>) -> Result<Subscription, TaskError> {
-        let events = self.hub.subscribe(id);
-        let record = self
-            .hub
-            .store()
-            .task(id)?
-            .ok_or_else(|| TaskError::NotFound(id.to_string()))?;
-        Ok(Subscription {
-            snapshot: self.render(&record, history, true)?,
-            events,
-        })
-    }
-
-    fn render(
-        &self,
-        record: &TaskRecord,
-        history_length: Option<i32>,
-        include_artifacts: bool,
-    ) -> Result<crate::base::protocol::types::Task, TaskError> {
-        let history = match history_length {
-            Some(n) if n <= 0 => None,
-            Some(n) => Some(self.hub.store().history(&record.id, Some(n as usize))?),
-            None => Some(self.hub.store().history(&record.id, None)?),
-        };
-        Ok(record.to_task(history, include_artifacts))
-    }
-
-    /// The task a resent message had already created, as it is now. While the task is still
-    /// being worked the caller follows it as the first send would have; once it has settled
-    /// there is nothing more to wait for, so the events end at once.
-    fn existing(&self, id: &str) -> Result<Subscription, TaskError> {
-        let record = self
-            .hub
-            .store()
-            .task(id)?
-            .ok_or_else(|| TaskError::NotFound(id.to_string()))?;
-        if !record.state().is_settled() {
-            return self.subscription(id, None);
-        }
-        Ok(Subscription {
-            snapshot: self.render(&record, None, true)?,
-            events: super::events::TaskEvents::closed(),
-        })
     }
 
     /// Creates a task from its first message. A message id the sender already created a task

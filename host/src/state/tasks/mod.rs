@@ -15,6 +15,7 @@ pub mod live_records;
 pub mod push_configs;
 pub mod push_queue;
 pub mod service;
+mod snapshot;
 mod story;
 
 pub use handler::Tasks;
