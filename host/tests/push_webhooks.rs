@@ -2,7 +2,8 @@
 //! naming a webhook this test serves on loopback. The webhook hears every change of a task in
 //! order with the client's token, also when the harness is killed (SIGKILL) mid-task while the
 //! webhook is down and started again; configs survive a restart and are seen by the task's
-//! participants only; a webhook outside the allowed hosts, on a private address a name resolves
+//! participants only; a repeated message that now carries a config sets it on the task the
+//! first sending made; a webhook outside the allowed hosts, on a private address a name resolves
 //! to, or redirecting elsewhere is refused.
 
 mod support {
@@ -292,6 +293,39 @@ async fn a_webhook_hears_every_change_of_a_task_in_order_with_the_clients_token(
     assert!(
         !configs[0]["id"].as_str().unwrap().is_empty(),
         "an id was minted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repeated_message_carrying_a_push_config_sets_it_on_the_task_it_made() {
+    let webhook = Webhook::default();
+    let port = webhook.start(None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let harness = start(
+        dir.path(),
+        &format!("allowed_hosts = [\"127.0.0.1:{port}\"]"),
+    );
+    let first = send(&harness, "alice", "add two and two", None).await;
+    // The same sender and message id again, now asking for pushes: the task the first sending
+    // made, which from now on pushes its changes.
+    let config = json!({"url": format!("http://127.0.0.1:{port}/hook"), "token": TOKEN});
+    let again = send(&harness, "alice", "add two and two", Some(config)).await;
+    assert_eq!(again, first);
+    webhook.wait_for(is_completed).await;
+    for (_, token, ..) in webhook.received.lock().unwrap().iter() {
+        assert_eq!(token, TOKEN);
+    }
+    let listed = rpc(
+        &harness,
+        "alice",
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": first}),
+    )
+    .await;
+    assert_eq!(
+        listed["result"]["configs"].as_array().unwrap().len(),
+        1,
+        "{listed}"
     );
 }
 

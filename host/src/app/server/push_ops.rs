@@ -121,6 +121,13 @@ pub fn push_not_supported() -> RpcError {
 
 /// Whether the harness may POST to `url`: http or https, its `host:port` in `allowed`, and
 /// every address its name resolves to allowed. The refusal names the field and the setting.
+///
+/// A listed name that does not resolve now is accepted: the operator allowed that host, a
+/// receiver is often given its DNS name after the config that names it, and a resolver that
+/// fails for a moment must not refuse a client. Nothing is sent on this answer: every delivery
+/// resolves the name again and checks each address (`app::push`), retrying with backoff while
+/// the name does not resolve, so the check that keeps requests off private addresses still
+/// stands before any connection.
 pub async fn check_webhook(
     allowed: &[HostPattern],
     field: &str,
@@ -140,6 +147,54 @@ pub async fn check_webhook(
         Err(err @ EgressError::Prohibited { .. }) => {
             Err(refuse(format!("{err} ({ALLOWED_HOSTS_SETTING})")))
         }
+        Err(EgressError::Dns { host, why }) => {
+            tracing::info!(
+                host = %host,
+                "push: the webhook's host does not resolve now ({why}); the config is kept and \
+                 each delivery resolves it again"
+            );
+            Ok(())
+        }
         Err(err) => Err(refuse(err.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patterns(list: &[&str]) -> Vec<HostPattern> {
+        list.iter()
+            .map(|p| HostPattern::parse(p).unwrap())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_listed_name_that_does_not_resolve_is_kept_for_delivery_to_check() {
+        // `.invalid` never resolves (RFC 6761).
+        let allowed = patterns(&["hooks.invalid:443"]);
+        check_webhook(&allowed, "url", "https://hooks.invalid/push")
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_unlisted_host_or_an_unlisted_loopback_address_is_refused() {
+        let allowed = patterns(&["hooks.invalid:443"]);
+        let unlisted = check_webhook(&allowed, "url", "https://other.invalid/push")
+            .await
+            .unwrap_err();
+        assert!(
+            unlisted
+                .message
+                .contains("other.invalid:443 is not among the hosts")
+        );
+        assert!(unlisted.message.contains(ALLOWED_HOSTS_SETTING));
+        // A listed name that resolves to loopback: refused, the address is not listed.
+        let by_name = patterns(&["localhost:9"]);
+        let loopback = check_webhook(&by_name, "url", "http://localhost:9/push")
+            .await
+            .unwrap_err();
+        assert!(loopback.message.contains("loopback, private or link-local"));
     }
 }

@@ -156,6 +156,7 @@ impl Tasks {
         }
         let working = first.as_ref().map(|_| record.status.clone());
         let journaled = first.clone();
+        let repeated_push = push.clone();
         let engine = self.engine.clone();
         let created = self
             .hub
@@ -175,7 +176,15 @@ impl Tasks {
             .await?;
         let seq = match created {
             Created::New(seq) => seq,
-            Created::Existing(existing) => return self.existing(&existing),
+            Created::Existing(existing) => {
+                // The sender sent this message before: it gets the task that made, and the
+                // push config this sending carried is set on it rather than dropped, so a
+                // client that asked for pushes gets them.
+                if let Some(push) = repeated_push {
+                    super::push_configs::set_on(&self.hub, &existing, push).await?;
+                }
+                return self.existing(&existing);
+            }
         };
         story::created(&id, &snapshot.context_id, sender);
         let events = self.hub.subscribe(&id);

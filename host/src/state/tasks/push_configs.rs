@@ -52,16 +52,8 @@ impl PushConfigs {
     ) -> Result<TaskPushNotificationConfig, TaskError> {
         let config = checked(config)?;
         self.visible(caller, &config.task_id)?;
-        let saved = config.clone();
-        let outcome = self
-            .hub
-            .store()
-            .write_queued(move |tx| save(tx, &saved.task_id.clone(), saved))
-            .await?;
-        match outcome {
-            Saved::Full => Err(full(&config.task_id)),
-            Saved::Added | Saved::Replaced => Ok(config),
-        }
+        set_on(&self.hub, &config.task_id, config.clone()).await?;
+        Ok(config)
     }
 
     /// The task's config `id`; not found when the task has none by that id.
@@ -208,6 +200,25 @@ pub fn save(
     config.task_id = task_id.to_string();
     let json = serde_json::to_string(&config)?;
     tx.save_push_config(task_id, &config.id, &json, MAX_CONFIGS_PER_TASK)
+}
+
+/// Sets `config` (already [`checked`]) on the task `task_id`, in a write of its own: a config
+/// created for a task, or the one a repeated `SendMessage` carried for the task its first
+/// sending made. Whoever calls this has checked that the caller may.
+pub async fn set_on(
+    hub: &TaskHub,
+    task_id: &str,
+    config: TaskPushNotificationConfig,
+) -> Result<(), TaskError> {
+    let id = task_id.to_string();
+    match hub
+        .store()
+        .write_queued(move |tx| save(tx, &id, config))
+        .await?
+    {
+        Saved::Full => Err(full(task_id)),
+        Saved::Added | Saved::Replaced => Ok(()),
+    }
 }
 
 /// The refusal of a config beyond [`MAX_CONFIGS_PER_TASK`].
