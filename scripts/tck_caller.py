@@ -1,30 +1,73 @@
-"""A pytest plugin that makes the A2A TCK call tiny-harness as a token caller.
+"""A pytest plugin that makes the A2A TCK call tiny-harness as callers who prove who they are.
 
 The kit has no setting for credentials, and this harness serves some operations only to a
 caller that proves who it is (ListTasks lists nothing for an anonymous caller; only a proven
 caller reads the extended card). scripts/tck loads this plugin (`-p tck_caller`) so that every
-HTTP client the kit makes sends `Authorization: Bearer $A2A_AUTH_TOKEN`, and every gRPC call
-the same as `authorization` metadata: the token of the `[[server.callers]]` entry scripts/tck
-configures for the run. Without A2A_AUTH_TOKEN it does nothing.
+request of the kit's HTTP clients carries `Authorization: Bearer <token>`, and every gRPC call
+the same as `authorization` metadata (a request the kit gives its own `Authorization` keeps it).
+
+Which token:
+
+- With TCK_ISSUER_KEY (the PEM of the key scripts/tck_issuer.py made), TCK_ISSUER and
+  TCK_AUDIENCE set, each test calls as a caller of its own: a JWT for `[server.oidc]`, signed
+  with that key, whose `sub` is derived from the test's id. The harness creates one task per
+  sender and `messageId` (a repeated message returns the task it created), and the kit sends
+  the same `messageId` for every task a scenario's helper makes in one run; as one caller, all
+  its tests would share those tasks. As separate callers each test gets tasks of its own, as a
+  client of its own would (docs/conformance.md).
+- Otherwise, with A2A_AUTH_TOKEN set, the whole run is that one caller (`[[server.callers]]`).
+- With neither, it does nothing.
 """
 
 import collections
+import hashlib
 import os
+import time
 
 import grpc
 import httpx
+import pytest
 
-_TOKEN = os.environ.get("A2A_AUTH_TOKEN", "")
+_STATIC_TOKEN = os.environ.get("A2A_AUTH_TOKEN", "")
+_ISSUER_KEY = os.environ.get("TCK_ISSUER_KEY", "")
+_ISSUER = os.environ.get("TCK_ISSUER", "")
+_AUDIENCE = os.environ.get("TCK_AUDIENCE", "")
 
-if _TOKEN:
-    _original_init = httpx.Client.__init__
+# How long a test's token is valid: longer than any test runs.
+_TOKEN_LIFETIME_SECS = 3600
 
-    def _init_with_caller_token(self, *args, **kwargs):
-        headers = dict(kwargs.pop("headers", None) or {})
-        headers.setdefault("Authorization", f"Bearer {_TOKEN}")
-        _original_init(self, *args, headers=headers, **kwargs)
+_current = {"token": _STATIC_TOKEN}
 
-    httpx.Client.__init__ = _init_with_caller_token
+
+def _token_for(test_id: str) -> str:
+    import jwt  # pyjwt[crypto], installed into the TCK's venv by scripts/tck
+
+    with open(_ISSUER_KEY, "rb") as pem:
+        key = pem.read()
+    now = int(time.time())
+    subject = "tck-" + hashlib.sha256(test_id.encode()).hexdigest()[:16]
+    claims = {"iss": _ISSUER, "aud": _AUDIENCE, "sub": subject, "iat": now,
+              "exp": now + _TOKEN_LIFETIME_SECS}
+    return jwt.encode(claims, key, algorithm="EdDSA", headers={"kid": "tck-issuer"})
+
+
+if _ISSUER_KEY:
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(item):
+        """Before the test's fixtures run, so what they send is the test's caller too."""
+        _current["token"] = _token_for(item.nodeid)
+
+
+if _ISSUER_KEY or _STATIC_TOKEN:
+    _original_send = httpx.Client.send
+
+    def _send_with_caller_token(self, request, *args, **kwargs):
+        if "authorization" not in request.headers and _current["token"]:
+            request.headers["Authorization"] = f"Bearer {_current['token']}"
+        return _original_send(self, request, *args, **kwargs)
+
+    httpx.Client.send = _send_with_caller_token
 
 
 class _CallDetails(
@@ -38,11 +81,12 @@ class _CallDetails(
 
 
 class _CallerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
-    """Adds the caller's bearer token to each call's metadata."""
+    """Adds the current caller's bearer token to each call's metadata."""
 
     def _with_token(self, details):
-        metadata = [(k, v) for k, v in (details.metadata or ()) if k != "authorization"]
-        metadata.append(("authorization", f"Bearer {_TOKEN}"))
+        metadata = list(details.metadata or ())
+        if not any(k == "authorization" for k, _ in metadata) and _current["token"]:
+            metadata.append(("authorization", f"Bearer {_current['token']}"))
         return _CallDetails(
             details.method,
             details.timeout,
@@ -59,7 +103,7 @@ class _CallerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInter
         return continuation(self._with_token(details), request)
 
 
-if _TOKEN:
+if _ISSUER_KEY or _STATIC_TOKEN:
     _original_channel = grpc.insecure_channel
 
     def _channel_with_caller_token(target, *args, **kwargs):
