@@ -6,6 +6,11 @@
 //! `[[server.callers]]` (its token in `A2A_BEARER_TOKEN`): only a caller that proves who it is
 //! lists its tasks.
 //!
+//! Push configs too: each test serves a webhook on loopback that `[push] allowed_hosts` lists,
+//! and gives its URL to the script (`A2A_WEBHOOK_URL`). A script that sets configs prints
+//! `push-token: TOKEN` for each config it leaves on a task; the test then waits until the
+//! webhook has heard, with that token in `X-A2A-Notification-Token`, the task complete.
+//!
 //! The clients are installed by `interop/setup.sh`. A test whose client is not installed says
 //! so and passes, so `cargo test` works on a machine without Python or Node; CI runs the setup
 //! first and the tests then hold the harness to every client.
@@ -16,7 +21,13 @@ mod support {
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use serde_json::Value;
 
 /// The interop clients' caller id and bearer token.
 const CALLER_ID: &str = "interop-client";
@@ -24,6 +35,41 @@ const CALLER_TOKEN: &str = "interop-client-token-8f14e45fceea167a5a36";
 
 /// How long one client script may run before the test fails.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// How long the webhook may take to hear a task's end after its script finished.
+const PUSH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What the webhook heard: the `X-A2A-Notification-Token` and the body of each POST.
+type Heard = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// A webhook on 127.0.0.1:0 that answers 200 to every POST under `/hook` and records it.
+async fn webhook() -> (u16, Heard) {
+    async fn hook(State(heard): State<Heard>, headers: HeaderMap, body: String) -> StatusCode {
+        let token = headers
+            .get("x-a2a-notification-token")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let body = serde_json::from_str(&body).unwrap_or(Value::Null);
+        heard.lock().unwrap().push((token, body));
+        StatusCode::OK
+    }
+    let heard = Heard::default();
+    let app = axum::Router::new()
+        .route("/hook/{*rest}", post(hook))
+        .with_state(heard.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (port, heard)
+}
+
+/// Whether the webhook heard, with `token`, a task complete.
+fn heard_completed(heard: &Heard, token: &str) -> bool {
+    heard.lock().unwrap().iter().any(|(t, body)| {
+        t == token && body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    })
+}
 
 /// `interop/` at the root of the repository.
 fn interop_dir() -> PathBuf {
@@ -44,14 +90,15 @@ impl Drop for Serving {
     }
 }
 
-/// Starts the harness binary on `127.0.0.1:0` with the interop script, and reads its address
-/// from the `listening on http://…` line it logs.
-fn serve() -> Serving {
+/// Starts the harness binary on `127.0.0.1:0` with the interop script, webhooks allowed on
+/// `127.0.0.1:webhook_port`, and reads its address from the `listening on http://…` line it logs.
+fn serve(webhook_port: u16) -> Serving {
     let dir = tempfile::tempdir().unwrap();
     let script = interop_dir().join("script.toml");
     let config = format!(
         "[server]\nbind = \"127.0.0.1:0\"\ngrpc_bind = \"127.0.0.1:0\"\nrate_limit_per_minute = 0\n\
          [[server.callers]]\nid = \"{CALLER_ID}\"\ntoken_env = \"INTEROP_CALLER_TOKEN\"\n\
+         [push]\nallowed_hosts = [\"127.0.0.1:{webhook_port}\"]\n\
          [store]\npath = \"harness.db\"\n\
          [model]\nprovider = \"scripted\"\nscript = {:?}\n",
         script.canonicalize().unwrap().display().to_string()
@@ -68,14 +115,20 @@ fn serve() -> Serving {
 }
 
 /// Runs `program args… BASE_URL` against a fresh harness and fails with its output unless it
-/// exits 0 within [`CLIENT_TIMEOUT`].
-async fn run_client(program: &Path, args: &[&Path]) {
-    let serving = serve();
+/// exits 0 within [`CLIENT_TIMEOUT`] and the webhook hears every task it set a push config on
+/// complete, with that config's token. Returns the tokens.
+async fn run_client(program: &Path, args: &[&Path]) -> Vec<String> {
+    let (webhook_port, heard) = webhook().await;
+    let serving = serve(webhook_port);
     let mut command = tokio::process::Command::new(program);
     command
         .args(args)
         .arg(&serving.base_url)
         .env("A2A_BEARER_TOKEN", CALLER_TOKEN)
+        .env(
+            "A2A_WEBHOOK_URL",
+            format!("http://127.0.0.1:{webhook_port}/hook"),
+        )
         .current_dir(interop_dir())
         .kill_on_drop(true);
     let output = tokio::time::timeout(CLIENT_TIMEOUT, command.output())
@@ -91,6 +144,29 @@ async fn run_client(program: &Path, args: &[&Path]) {
         program.display(),
         output.status
     );
+    let tokens: Vec<String> = stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("push-token: "))
+        .map(str::to_string)
+        .collect();
+    tokio::time::timeout(PUSH_TIMEOUT, async {
+        while !tokens.iter().all(|token| heard_completed(&heard, token)) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| {
+        let heard: Vec<String> = heard
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(t, b)| format!("{t}: {b}"))
+            .collect();
+        panic!(
+            "the webhook did not hear every pushed task complete ({tokens:?}); it heard {heard:#?}"
+        )
+    });
+    tokens
 }
 
 /// The interpreter of a venv, or `None` (after saying why) when it is not installed.
@@ -121,7 +197,8 @@ async fn the_official_python_sdk_1_x_drives_the_harness_over_both_bindings() {
         return;
     };
     let script = interop_dir().join("python/client_v1.py");
-    run_client(&python, &[&script]).await;
+    let pushed = run_client(&python, &[&script]).await;
+    assert_eq!(pushed.len(), 3, "a push config on each binding: {pushed:?}");
 }
 
 #[tokio::test]
@@ -145,5 +222,10 @@ async fn the_official_javascript_sdk_drives_the_harness_over_every_interface() {
         return;
     }
     let script = interop_dir().join("js/client.mjs");
-    run_client(Path::new("node"), &[&script]).await;
+    let pushed = run_client(Path::new("node"), &[&script]).await;
+    assert_eq!(
+        pushed.len(),
+        3,
+        "a push config on each 1.0 binding: {pushed:?}"
+    );
 }

@@ -12,6 +12,11 @@
 // the harness's `[[server.callers]]`: only a caller that proves who it is lists its tasks. Over
 // gRPC it goes as `authorization` metadata. The gRPC binding is exercised only when the card
 // lists it (the harness runs with `server.grpc_bind`).
+//
+// With A2A_WEBHOOK_URL set (a webhook the harness's `[push] allowed_hosts` lets it reach), it
+// also sets a push config on a running task over each 1.0 binding, gets it, lists it, sets and
+// deletes a second one, and follows the task to its end; it prints `push-token: TOKEN` for each
+// config it leaves, so the caller can check that the webhook heard that task complete with it.
 
 import { randomUUID } from 'node:crypto';
 import { Role, TaskState } from '@a2a-js/sdk';
@@ -127,6 +132,50 @@ async function exercise(baseUrl, binding) {
   const doomed = await client.sendMessage(request('cancel me', true));
   const canceled = await client.cancelTask({ tenant: '', id: doomed.id });
   check(canceled.status?.state === TaskState.TASK_STATE_CANCELED, `${binding}: cancelTask`);
+
+  if (process.env.A2A_WEBHOOK_URL) {
+    await pushConfigs(client, binding, process.env.A2A_WEBHOOK_URL);
+  }
+}
+
+/** The four push-config calls on a running task, which then ends with a config in place. */
+async function pushConfigs(client, binding, webhook) {
+  const running = await client.sendMessage(request('push me', true));
+  const slug = binding.toLowerCase().replace('+', '-');
+  const token = `js-${slug}-${randomUUID().slice(0, 8)}`;
+  const url = `${webhook}/js/${slug}`;
+  // Every field given, for the gRPC encoder (see request()).
+  const config = (id, tokenValue) => ({ tenant: '', id, taskId: running.id, url, token: tokenValue });
+  const created = await client.createTaskPushNotificationConfig(config('kept', token));
+  check(created.id === 'kept' && created.url === url, `${binding}: createTaskPushNotificationConfig`);
+  const got = await client.getTaskPushNotificationConfig({ tenant: '', taskId: running.id, id: 'kept' });
+  check(got.url === url && got.token === token, `${binding}: getTaskPushNotificationConfig`);
+  await client.createTaskPushNotificationConfig(config('dropped', 'dropped'));
+  const listRequest = { tenant: '', taskId: running.id, pageSize: 0, pageToken: '' };
+  let listed = await client.listTaskPushNotificationConfig(listRequest);
+  const ids = listed.configs.map((c) => c.id).sort();
+  check(ids.join(',') === 'dropped,kept', `${binding}: listTaskPushNotificationConfig`);
+  await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: running.id, id: 'dropped' });
+  listed = await client.listTaskPushNotificationConfig(listRequest);
+  check(
+    listed.configs.length === 1 && listed.configs[0].id === 'kept',
+    `${binding}: deleteTaskPushNotificationConfig`,
+  );
+  // Polled, not followed: the task may have ended by now, and a subscription to an ended task
+  // is refused.
+  const ended = [
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+  ];
+  let task = await client.getTask({ tenant: '', id: running.id, historyLength: 0 });
+  for (let i = 0; i < 300 && !ended.includes(task.status?.state); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    task = await client.getTask({ tenant: '', id: running.id, historyLength: 0 });
+  }
+  check(task.status?.state === TaskState.TASK_STATE_COMPLETED, `${binding}: the pushed task completes`);
+  console.log(`push-token: ${token}`);
 }
 
 /** A send, a get and a cancel over the card's JSON-RPC 0.3 interface. */

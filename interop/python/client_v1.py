@@ -13,6 +13,11 @@ blocking message, streams one, gets the task, lists tasks, subscribes to a runni
 cancels another. The harness must run the scripted model with a first reply that waits a
 second or more (see interop/script.toml), so that a task is still running when it is canceled.
 Prints one line per check; exits non-zero at the first failure.
+
+With A2A_WEBHOOK_URL set (a webhook the harness's `[push] allowed_hosts` lets it reach), it also
+sets a push config on a running task over each binding, gets it, lists it, sets and deletes a
+second one, and follows the task to its end; it prints `push-token: TOKEN` for each config it
+leaves, so the caller can check that the webhook heard that task complete with that token.
 """
 
 import asyncio
@@ -26,19 +31,29 @@ import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.constants import TransportProtocol
 
 BINDINGS = [TransportProtocol.JSONRPC.value, TransportProtocol.HTTP_JSON.value]
 GRPC = TransportProtocol.GRPC.value
+ENDED = {
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+}
 
 
 def check(condition: bool, what: str) -> None:
@@ -150,10 +165,55 @@ async def exercise(card, binding: str, token: str | None) -> None:
         )
         canceled = await blocking.cancel_task(CancelTaskRequest(id=running))
         check(canceled.status.state == TaskState.TASK_STATE_CANCELED, f"{binding}: cancel_task")
+
+        webhook = os.environ.get("A2A_WEBHOOK_URL")
+        if webhook:
+            await push_configs(blocking, binding, webhook)
     finally:
         await blocking.close()
         await streaming.close()
         await http.aclose()
+
+
+async def push_configs(blocking, binding: str, webhook: str) -> None:
+    """The four push-config calls on a running task, which then ends with a config in place."""
+    running, _ = await last_task_state(
+        blocking.send_message(request("push me", return_immediately=True))
+    )
+    slug = binding.lower().replace("+", "-")
+    token = f"python-{slug}-{uuid.uuid4().hex[:8]}"
+    url = f"{webhook}/python/{slug}"
+    created = await blocking.create_task_push_notification_config(
+        TaskPushNotificationConfig(task_id=running, id="kept", url=url, token=token)
+    )
+    check(created.id == "kept" and created.url == url, f"{binding}: create push config")
+    got = await blocking.get_task_push_notification_config(
+        GetTaskPushNotificationConfigRequest(task_id=running, id="kept")
+    )
+    check(got.url == url and got.token == token, f"{binding}: get push config")
+    await blocking.create_task_push_notification_config(
+        TaskPushNotificationConfig(task_id=running, id="dropped", url=url, token="dropped")
+    )
+    listed = await blocking.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=running)
+    )
+    check(sorted(c.id for c in listed.configs) == ["dropped", "kept"], f"{binding}: list push configs")
+    await blocking.delete_task_push_notification_config(
+        DeleteTaskPushNotificationConfigRequest(task_id=running, id="dropped")
+    )
+    listed = await blocking.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=running)
+    )
+    check([c.id for c in listed.configs] == ["kept"], f"{binding}: delete push config")
+    # Polled, not followed: the task may have ended by now, and a subscription to an ended task
+    # is refused.
+    for _ in range(300):
+        task = await blocking.get_task(GetTaskRequest(id=running))
+        if task.status.state in ENDED:
+            break
+        await asyncio.sleep(0.1)
+    check(task.status.state == TaskState.TASK_STATE_COMPLETED, f"{binding}: the pushed task completes")
+    print(f"push-token: {token}", flush=True)
 
 
 async def main(base_url: str) -> None:
