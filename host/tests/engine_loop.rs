@@ -16,8 +16,10 @@ use tiny_harness::work::engine::{EmbeddedEngine, EngineSettings};
 use tiny_harness::work::plugins::{PluginHost, PluginSettings};
 
 mod support {
+    pub mod captured_logs;
     pub mod play_model;
 }
+use support::captured_logs::CapturedLogs;
 use support::play_model::{PlayModel, reply, tool_reply};
 use tiny_harness::state::tasks::creator::BriefRules;
 use tiny_harness::state::tasks::hub::TaskHub;
@@ -587,10 +589,19 @@ async fn an_over_budget_history_is_compacted_into_a_summary_and_recorded() {
         small,
     )
     .await;
+    // The test's runtime runs on this thread, and so does every model call of the task.
+    let (logs, _guard) = CapturedLogs::on_this_thread();
     let task = send_and_settle(&h, "grow the context", "").await;
     assert_eq!(task.status.state, TaskState::Completed);
     let requests = model.requests();
     assert!(requests.iter().any(|r| r.purpose == Purpose::Summary));
+    // A summary is a model call like a turn: logged (and counted, and traced) as one.
+    let logged = logs
+        .text()
+        .lines()
+        .filter(|line| line.contains("model call") && line.contains(task.id.as_str()))
+        .count();
+    assert_eq!(logged, requests.len(), "{}", logs.text());
     let after = requests
         .iter()
         .rev()

@@ -38,7 +38,7 @@ pub(super) async fn compact(
         .sum();
     request.effort = call.effort;
     request.origin = call.origin.clone();
-    let reply = model.complete(&request).await?;
+    let reply = call.complete(model, &request, id).await?;
     let usage = replay.usage.plus(reply.usage);
     let entry = JournalEntry::Compaction {
         summary: reply.text,

@@ -3,7 +3,6 @@
 //! when that stays in the process). Apart from the checks before it, which may end a step early.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::call::Call;
 use super::compaction::compact;
@@ -11,7 +10,6 @@ use super::tool_calls::{apply_effects, first_call_in_process, follow_new_childre
 use super::{advance, append_unjournaled, has_open_subtasks};
 use crate::base::model::{Effort, Model, ModelReply, ModelRequest, Origin};
 use crate::base::protocol::types::Role;
-use crate::base::telemetry;
 use crate::state::records::record::TaskRecord;
 use crate::state::store::StoreError;
 use crate::state::tasks::hub::{Change, TaskHub};
@@ -48,7 +46,12 @@ pub(super) async fn take_turn(
     };
     let mut request = assemble_request(shared, record, replay);
     let size = RequestSize::of(&request);
-    let call = Call { effort, origin };
+    let call = Call {
+        effort,
+        origin,
+        model_name: record.ext.model.as_deref().unwrap_or("default").to_string(),
+        trace: record.ext.trace.clone(),
+    };
     if let Some(exit) = fit_or_compact(shared, &*model, &call, id, replay, size).await? {
         return Ok(exit);
     }
@@ -56,21 +59,9 @@ pub(super) async fn take_turn(
         return Ok(exit);
     }
     request.effort = call.effort;
-    request.origin = call.origin;
+    request.origin = call.origin.clone();
     progress::announce(&shared.hub, record, Doing::CallingModel);
-    let model_name = record.ext.model.as_deref().unwrap_or("default");
-    let task = telemetry::task_context(id, record.ext.trace.as_deref());
-    let mut span = telemetry::chat(task.as_ref(), || model.describe(), model_name);
-    span.capture("gen_ai.input.messages", || {
-        serde_json::to_string(&request.messages).unwrap_or_default()
-    });
-    let started = Instant::now();
-    let answered = model.complete(&request).await;
-    let usage = answered.as_ref().ok().map(|reply| reply.usage);
-    progress::model_called(id, model_name, usage, started.elapsed());
-    progress::model_traced(&mut span, answered.as_ref().ok());
-    drop(span);
-    let reply = answered?;
+    let reply = call.complete(&*model, &request, id).await?;
     Ok(record_reply(shared, id, replay, reply).await?)
 }
 
