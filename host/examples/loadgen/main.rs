@@ -5,6 +5,7 @@
 //! a sub-task on `self` (plan, spawn, the child's own model call, the answer). The model answers
 //! at once, either in-process or as an OpenAI-compatible stub on loopback (`--model stub`, one
 //! HTTP model call per turn). `--stub-only` serves just the stub, for a `harness serve` to use;
+//! `--sink-only` an OTLP/HTTP trace sink that counts what it is sent (scripts/bench-traces);
 //! `--record` and `--verify` make the durability check (see docs/performance.md). `--binding`
 //! chooses JSON-RPC, gRPC (the harness built here serves it on a second loopback port), or both
 //! one after the other against the same harness, so the two figures come from one run.
@@ -14,6 +15,7 @@
 mod durability;
 mod grpc;
 mod model;
+mod sink;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -103,6 +105,10 @@ struct Args {
     /// Serve only the stub model on this address (e.g. 127.0.0.1:9099) until killed.
     #[arg(long)]
     stub_only: Option<String>,
+    /// Serve only an OTLP/HTTP trace sink on this address until killed, printing the spans
+    /// and bytes received after each export.
+    #[arg(long)]
+    sink_only: Option<String>,
     /// The binding to drive (gRPC only against the harness built here).
     #[arg(long, value_enum, default_value = "jsonrpc")]
     binding: Binding,
@@ -256,6 +262,11 @@ async fn main() {
     if let Some(bind) = &args.stub_only {
         let addr = model::start_stub(bind).await;
         println!("stub model: http://{addr}/v1/chat/completions");
+        std::future::pending::<()>().await;
+    }
+    if let Some(bind) = &args.sink_only {
+        let addr = sink::start_sink(bind).await;
+        println!("trace sink: http://{addr}/v1/traces");
         std::future::pending::<()>().await;
     }
     let client = reqwest::Client::builder()

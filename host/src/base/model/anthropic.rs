@@ -26,6 +26,8 @@ pub struct AnthropicModel {
     endpoint: String,
     /// `endpoint` as logs show it, without the credentials its URL may hold.
     shown: String,
+    /// What [`Model::describe`] says, made once: each traced call asks for it.
+    described: String,
     client: reqwest::Client,
 }
 
@@ -34,9 +36,15 @@ impl AnthropicModel {
     pub fn new(settings: HttpSettings) -> Result<AnthropicModel, ModelBuildError> {
         let client = http::client().map_err(ModelBuildError::Client)?;
         let endpoint = format!("{}/messages", settings.root());
+        let described = format!(
+            "anthropic {} at {}",
+            settings.model,
+            http::without_credentials(settings.root())
+        );
         Ok(AnthropicModel {
             settings,
             shown: http::without_credentials(&endpoint),
+            described,
             endpoint,
             client,
         })
@@ -262,8 +270,7 @@ pub fn parse_reply(body: &Value) -> Result<ModelReply, ModelError> {
 #[async_trait]
 impl Model for AnthropicModel {
     fn describe(&self) -> String {
-        let root = http::without_credentials(self.settings.root());
-        format!("anthropic {} at {root}", self.settings.model)
+        self.described.clone()
     }
 
     fn context_window(&self) -> Option<usize> {

@@ -32,6 +32,8 @@ pub struct OpenAiModel {
     endpoint: String,
     /// `endpoint` as logs show it, without the credentials its URL may hold.
     shown: String,
+    /// What [`Model::describe`] says, made once: each traced call asks for it.
+    described: String,
     /// The instructions and tool definitions as written for the turns that share them.
     shared: SharedJson,
     client: reqwest::Client,
@@ -45,10 +47,16 @@ impl OpenAiModel {
     pub fn new(settings: HttpSettings) -> Result<OpenAiModel, ModelBuildError> {
         let client = http::client().map_err(ModelBuildError::Client)?;
         let endpoint = format!("{}/chat/completions", settings.root());
+        let described = format!(
+            "openai {} at {}",
+            settings.model,
+            http::without_credentials(settings.root())
+        );
         let openai_host = settings.host().as_deref() == Some(OPENAI_HOST);
         Ok(OpenAiModel {
             settings,
             shown: http::without_credentials(&endpoint),
+            described,
             endpoint,
             shared: SharedJson::default(),
             client,
@@ -289,8 +297,7 @@ fn missing(what: &str, body: &Value) -> ModelError {
 #[async_trait]
 impl Model for OpenAiModel {
     fn describe(&self) -> String {
-        let root = http::without_credentials(self.settings.root());
-        format!("openai {} at {root}", self.settings.model)
+        self.described.clone()
     }
 
     fn context_window(&self) -> Option<usize> {

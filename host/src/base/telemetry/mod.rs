@@ -40,6 +40,8 @@ pub const MAX_CAPTURED_CHARS: usize = 16 * 1024;
 struct Installed {
     tracer: SdkTracer,
     agent_name: String,
+    /// `invoke_agent {agent_name}`: every task's span name, made once.
+    invoke_agent: String,
     capture_content: bool,
 }
 
@@ -49,10 +51,12 @@ static INSTALLED: OnceLock<Installed> = OnceLock::new();
 /// (this harness's card name) is each `invoke_agent` span's `gen_ai.agent.name`. The first
 /// call wins; false when traces were already on.
 pub fn install(tracer: SdkTracer, agent_name: &str, capture_content: bool) -> bool {
+    let agent_name = escape_capped(agent_name, MAX_ATTRIBUTE_CHARS);
     INSTALLED
         .set(Installed {
             tracer,
-            agent_name: escape_capped(agent_name, MAX_ATTRIBUTE_CHARS),
+            invoke_agent: format!("invoke_agent {agent_name}"),
+            agent_name,
             capture_content,
         })
         .is_ok()
@@ -142,12 +146,20 @@ impl TraceSpan {
     }
 }
 
-/// Starts a span under `parent` (none: a new trace).
-fn start(name: Cow<'static, str>, kind: SpanKind, parent: Option<&Context>) -> TraceSpan {
+/// Starts a span under `parent` (none: a new trace) with `attributes`: given at the start,
+/// in one vector, rather than set one by one (each set may grow the span's list).
+fn start(
+    name: Cow<'static, str>,
+    kind: SpanKind,
+    parent: Option<&Context>,
+    attributes: Vec<KeyValue>,
+) -> TraceSpan {
     let Some(installed) = INSTALLED.get() else {
         return TraceSpan::none();
     };
-    let builder = SpanBuilder::from_name(name).with_kind(kind);
+    let builder = SpanBuilder::from_name(name)
+        .with_kind(kind)
+        .with_attributes(attributes);
     let root = Context::new();
     let span = installed
         .tracer
@@ -212,11 +224,13 @@ pub fn chat(
         _ => configured,
     };
     let model = clean(model);
-    let mut span = start(format!("chat {model}").into(), SpanKind::Client, Some(task));
-    span.set("gen_ai.operation.name", "chat");
-    span.set("gen_ai.provider.name", clean(provider));
-    span.set("gen_ai.request.model", model);
-    span
+    let name = format!("chat {model}");
+    let attributes = vec![
+        KeyValue::new("gen_ai.operation.name", "chat"),
+        KeyValue::new("gen_ai.provider.name", clean(provider)),
+        KeyValue::new("gen_ai.request.model", model),
+    ];
+    start(name.into(), SpanKind::Client, Some(task), attributes)
 }
 
 /// An `execute_tool {name}` span (kind internal) under the task's context, started now or at
@@ -251,11 +265,12 @@ pub fn a2a_client(method: &str, server: &str) -> TraceSpan {
     }
     let parent = current();
     let method = clean(method);
-    let mut span = start(method.clone().into(), SpanKind::Client, parent.as_ref());
-    span.set("rpc.system", "jsonrpc");
-    span.set("rpc.method", method);
-    span.set_untrusted("server.address", authority(server));
-    span
+    let attributes = vec![
+        KeyValue::new("rpc.system", "jsonrpc"),
+        KeyValue::new("rpc.method", method.clone()),
+        KeyValue::new("server.address", clean(authority(server))),
+    ];
+    start(method.into(), SpanKind::Client, parent.as_ref(), attributes)
 }
 
 /// The host and port of `url`, without its scheme, path or any credentials in it.
@@ -279,9 +294,16 @@ pub fn a2a_server(
     }
     let remote = traceparent.and_then(|header| traceparent::parse(header, tracestate));
     let parent = remote.map(|remote| Context::new().with_remote_span_context(remote));
-    let mut span = start("A2A".into(), SpanKind::Server, parent.as_ref());
-    span.set("rpc.system", "jsonrpc");
-    span.set("http.request.method", clean(http_method));
+    let http_method: Value = match http_method {
+        "POST" => "POST".into(),
+        "GET" => "GET".into(),
+        other => clean(other).into(),
+    };
+    let attributes = vec![
+        KeyValue::new("rpc.system", "jsonrpc"),
+        KeyValue::new("http.request.method", http_method),
+    ];
+    let span = start("A2A".into(), SpanKind::Server, parent.as_ref(), attributes);
     Some(Context::new().with_span(span.0?))
 }
 
@@ -356,22 +378,27 @@ pub fn task_ended(end: &TaskEnd<'_>) {
         .and_then(|kept| traceparent::parse(kept.as_bytes(), None))
         .map(|remote| Context::new().with_remote_span_context(remote))
         .unwrap_or_default();
-    let name = format!("invoke_agent {}", installed.agent_name);
-    let mut builder = SpanBuilder::from_name(name).with_kind(SpanKind::Internal);
+    let agent_name: &'static str = &installed.agent_name;
+    let attributes = vec![
+        KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+        KeyValue::new("gen_ai.agent.name", agent_name),
+        KeyValue::new("gen_ai.conversation.id", clean(end.context_id)),
+        KeyValue::new("a2a.task.id", clean(end.id)),
+        KeyValue::new("a2a.task.state", end.state),
+        KeyValue::new("a2a.task.turns", end.turns as i64),
+        KeyValue::new("gen_ai.usage.input_tokens", end.input_tokens as i64),
+        KeyValue::new("gen_ai.usage.output_tokens", end.output_tokens as i64),
+    ];
+    let name: &'static str = &installed.invoke_agent;
+    let mut builder = SpanBuilder::from_name(name)
+        .with_kind(SpanKind::Internal)
+        .with_attributes(attributes);
     if let Some(started) = end.started {
         builder = builder.with_start_time(started);
     }
     let mut span = TraceSpan(Some(
         TaskIds::of(end.id).forced(|| installed.tracer.build_with_context(builder, &parent)),
     ));
-    span.set("gen_ai.operation.name", "invoke_agent");
-    span.set("gen_ai.agent.name", installed.agent_name.clone());
-    span.set_untrusted("gen_ai.conversation.id", end.context_id);
-    span.set_untrusted("a2a.task.id", end.id);
-    span.set("a2a.task.state", end.state);
-    span.set("a2a.task.turns", end.turns as i64);
-    span.set("gen_ai.usage.input_tokens", end.input_tokens as i64);
-    span.set("gen_ai.usage.output_tokens", end.output_tokens as i64);
     if end.failed {
         span.fail("task_failed");
     }
