@@ -589,8 +589,9 @@ async fn an_over_budget_history_is_compacted_into_a_summary_and_recorded() {
         small,
     )
     .await;
-    // The test's runtime runs on this thread, and so does every model call of the task.
-    let (logs, _guard) = CapturedLogs::on_this_thread();
+    // The whole binary's log (a subscriber of this thread alone races the other tests for
+    // tracing's per-callsite interest), read for this task's lines only.
+    let logs = CapturedLogs::process_wide();
     let task = send_and_settle(&h, "grow the context", "").await;
     assert_eq!(task.status.state, TaskState::Completed);
     let requests = model.requests();
