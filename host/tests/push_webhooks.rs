@@ -151,6 +151,19 @@ fn start(dir: &Path, push: &str) -> Harness {
     Harness { child, url }
 }
 
+/// A webhook on loopback and a harness allowed to reach it (and no other host); the harness's
+/// folder lives as long as the returned `TempDir`.
+async fn serve_with_webhook() -> (Webhook, u16, tempfile::TempDir, Harness) {
+    let webhook = Webhook::default();
+    let port = webhook.start(None).await;
+    let dir = tempfile::tempdir().unwrap();
+    let harness = start(
+        dir.path(),
+        &format!("allowed_hosts = [\"127.0.0.1:{port}\"]"),
+    );
+    (webhook, port, dir, harness)
+}
+
 /// A JSON-RPC call as `participant`; the whole response.
 async fn rpc(harness: &Harness, participant: &str, method: &str, params: Value) -> Value {
     // A 0.3 method name goes with the 0.3 version header.
@@ -251,13 +264,7 @@ async fn get_task(harness: &Harness, participant: &str, id: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_webhook_hears_every_change_of_a_task_in_order_with_the_clients_token() {
-    let webhook = Webhook::default();
-    let port = webhook.start(None).await;
-    let dir = tempfile::tempdir().unwrap();
-    let harness = start(
-        dir.path(),
-        &format!("allowed_hosts = [\"127.0.0.1:{port}\"]"),
-    );
+    let (webhook, port, _dir, harness) = serve_with_webhook().await;
     let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", harness.url))
         .await
         .unwrap()
@@ -298,13 +305,7 @@ async fn a_webhook_hears_every_change_of_a_task_in_order_with_the_clients_token(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_repeated_message_carrying_a_push_config_sets_it_on_the_task_it_made() {
-    let webhook = Webhook::default();
-    let port = webhook.start(None).await;
-    let dir = tempfile::tempdir().unwrap();
-    let harness = start(
-        dir.path(),
-        &format!("allowed_hosts = [\"127.0.0.1:{port}\"]"),
-    );
+    let (webhook, port, _dir, harness) = serve_with_webhook().await;
     let first = send(&harness, "alice", "add two and two", None).await;
     // The same sender and message id again, now asking for pushes: the task the first sending
     // made, which from now on pushes its changes.
@@ -588,13 +589,7 @@ async fn a_webhook_that_redirects_is_not_followed_and_its_push_is_dropped() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_config_sent_with_a_message_to_a_working_task_hears_the_rest_of_it() {
-    let webhook = Webhook::default();
-    let port = webhook.start(None).await;
-    let dir = tempfile::tempdir().unwrap();
-    let harness = start(
-        dir.path(),
-        &format!("allowed_hosts = [\"127.0.0.1:{port}\"]"),
-    );
+    let (webhook, port, _dir, harness) = serve_with_webhook().await;
     let id = send(&harness, "alice", "add two and two", None).await;
     let params = json!({
         "message": {"messageId": "m-more", "role": "ROLE_USER", "taskId": id,
